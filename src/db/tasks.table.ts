@@ -1,0 +1,31 @@
+import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+
+type Json = ColumnType<unknown, string, string>;
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+
+export interface TasksTable {
+  task_id: string;
+  principal: string;
+  tool_name: string;
+  arguments: Json;
+  prepared: ColumnType<unknown, string | null | undefined, string | null>;
+  client_capabilities: Json;
+  status: string;
+  status_message: string | null;
+  result: ColumnType<unknown, string | null | undefined, string | null>;
+  error: ColumnType<unknown, string | null | undefined, string | null>;
+  /** bigint: pg returns it as a string. */
+  ttl_ms: ColumnType<string | null, number | null, number | null>;
+  poll_interval_ms: number;
+  created_at: Timestamp;
+  last_updated_at: Timestamp;
+  expires_at: NullableTimestamp;
+  attempt: Generated<number>;
+  leased_by: string | null;
+  lease_expires_at: NullableTimestamp;
+  cancel_requested_at: NullableTimestamp;
+}
+
+export type TaskRow = Selectable<TasksTable>;
+export type NewTaskRow = Insertable<TasksTable>;

@@ -1,0 +1,22 @@
+import type { Logger } from '../log.ts';
+import type { Notification } from '../tools/context.ts';
+import type { JsonObject, RequestId, RequestMeta } from './wire.ts';
+
+/** Everything a method handler gets for one request. */
+export interface RequestContext {
+  id: RequestId;
+  method: string;
+  params: JsonObject;
+  meta: RequestMeta;
+  principal: string;
+  /** Aborts when the client goes away (for a streamed response: closes the SSE stream). */
+  signal: AbortSignal;
+  /** Present when the response is an SSE stream: sends a request-scoped notification before the result. */
+  notify?: ((notification: Notification) => Promise<void>) | undefined;
+  log: Logger;
+}
+
+/** A method's result, before the dispatcher adds `_meta.serverInfo`. */
+export type MethodResult = JsonObject & { resultType: string };
+
+export type MethodHandler = (ctx: RequestContext) => Promise<MethodResult>;

@@ -1,0 +1,40 @@
+import type { MethodHandler, MethodResult, RequestContext } from './context.ts';
+import { ProtocolError, ProtocolErrorCode } from './errors.ts';
+import { discover } from './methods/discover.ts';
+import { tasksCancel, tasksGet, tasksUpdate } from './methods/tasks.ts';
+import { toolsCall } from './methods/tools-call.ts';
+import { toolsList } from './methods/tools-list.ts';
+import type { ServerDeps } from './server-deps.ts';
+import { META_SERVER_INFO } from './wire.ts';
+
+export type Dispatcher = {
+  has(method: string): boolean;
+  dispatch(ctx: RequestContext): Promise<MethodResult>;
+};
+
+/** The method table. Anything else (initialize, ping, tasks/result, tasks/list…) is -32601. */
+export function createDispatcher(deps: ServerDeps, extra: Record<string, MethodHandler> = {}): Dispatcher {
+  const methods = new Map<string, MethodHandler>(
+    Object.entries({
+      'server/discover': discover(deps),
+      'tools/list': toolsList(deps),
+      'tools/call': toolsCall(deps),
+      'tasks/get': tasksGet(deps),
+      'tasks/update': tasksUpdate(deps),
+      'tasks/cancel': tasksCancel(deps),
+      ...extra,
+    }),
+  );
+  return {
+    has: (method) => methods.has(method),
+    async dispatch(ctx) {
+      const handler = methods.get(ctx.method);
+      if (handler === undefined) {
+        throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Method not found: ${ctx.method}`);
+      }
+      const result = await handler(ctx);
+      const meta = (result._meta ?? {}) as Record<string, unknown>;
+      return { ...result, _meta: { ...meta, [META_SERVER_INFO]: deps.serverInfo } };
+    },
+  };
+}

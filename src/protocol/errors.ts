@@ -1,0 +1,82 @@
+import { ZodError, z } from 'zod';
+
+/** JSON-RPC and MCP 2026-07-28 error codes. */
+export enum ProtocolErrorCode {
+  ParseError = -32700,
+  InvalidRequest = -32600,
+  MethodNotFound = -32601,
+  InvalidParams = -32602,
+  InternalError = -32603,
+  HeaderMismatch = -32020,
+  MissingRequiredClientCapability = -32021,
+  UnsupportedProtocolVersion = -32022,
+}
+
+/** The only error shape ever serialized onto the wire. */
+export class ProtocolError extends Error {
+  override readonly name = 'ProtocolError';
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+    /** Overrides the HTTP status the code implies (e.g. 400 for a malformed envelope's -32602). */
+    readonly httpStatus?: 400 | 404 | 413 | 403,
+  ) {
+    super(message);
+  }
+
+  toJSON(): { code: number; message: string; data?: unknown } {
+    return this.data === undefined
+      ? { code: this.code, message: this.message }
+      : { code: this.code, message: this.message, data: this.data };
+  }
+}
+
+export class TaskNotFoundError extends Error {
+  override readonly name = 'TaskNotFoundError';
+  constructor(readonly taskId: string) {
+    super('Task not found');
+  }
+}
+
+export class ToolNotFoundError extends Error {
+  override readonly name = 'ToolNotFoundError';
+  constructor(readonly toolName: string) {
+    super(`Unknown tool: ${toolName}`);
+  }
+}
+
+export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+
+export function missingCapability(requiredCapabilities: Record<string, unknown>): ProtocolError {
+  return new ProtocolError(
+    ProtocolErrorCode.MissingRequiredClientCapability,
+    'Missing required client capability',
+    {
+      requiredCapabilities,
+    },
+  );
+}
+
+export function missingTasksExtension(): ProtocolError {
+  return missingCapability({ extensions: { [TASKS_EXTENSION]: {} } });
+}
+
+/**
+ * Maps anything thrown while serving a request to the error the client sees. Unknown errors become a
+ * generic -32603; `onInternal` receives the cause so that it is logged, never sent.
+ */
+export function toProtocolError(err: unknown, onInternal?: (err: unknown) => void): ProtocolError {
+  if (err instanceof ProtocolError) return err;
+  if (err instanceof ZodError) {
+    return new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid params: ${z.prettifyError(err)}`);
+  }
+  if (err instanceof TaskNotFoundError) {
+    return new ProtocolError(ProtocolErrorCode.InvalidParams, 'Failed to retrieve task: Task not found');
+  }
+  if (err instanceof ToolNotFoundError) {
+    return new ProtocolError(ProtocolErrorCode.InvalidParams, err.message);
+  }
+  onInternal?.(err);
+  return new ProtocolError(ProtocolErrorCode.InternalError, 'Internal error');
+}

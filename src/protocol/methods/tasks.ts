@@ -1,0 +1,46 @@
+import { toDetailedTask } from '../../tasks/store/view.ts';
+import type { MethodHandler, RequestContext } from '../context.ts';
+import { missingTasksExtension, TASKS_EXTENSION, TaskNotFoundError } from '../errors.ts';
+import type { ServerDeps } from '../server-deps.ts';
+import {
+  META_CLIENT_CAPABILITIES,
+  TaskIdParamsSchema,
+  TaskIdSchema,
+  UpdateTaskParamsSchema,
+} from '../wire.ts';
+
+export function declaresTasks(ctx: Pick<RequestContext, 'meta'>): boolean {
+  return ctx.meta[META_CLIENT_CAPABILITIES].extensions?.[TASKS_EXTENSION] !== undefined;
+}
+
+/** The tasks methods need the extension on the request (-32021) and a well-formed task id. */
+function taskIdOf(ctx: RequestContext): string {
+  if (!declaresTasks(ctx)) throw missingTasksExtension();
+  const { taskId } = TaskIdParamsSchema.parse(ctx.params);
+  // A malformed id cannot name a task: it is answered exactly like an unknown one.
+  if (!TaskIdSchema.safeParse(taskId).success) throw new TaskNotFoundError(taskId.slice(0, 64));
+  return taskId;
+}
+
+export function tasksGet(deps: ServerDeps): MethodHandler {
+  return async (ctx) => {
+    const view = await deps.tasks.get(taskIdOf(ctx), ctx.principal);
+    return { resultType: 'complete', ...toDetailedTask(view) };
+  };
+}
+
+export function tasksUpdate(deps: ServerDeps): MethodHandler {
+  return async (ctx) => {
+    const taskId = taskIdOf(ctx);
+    const { inputResponses } = UpdateTaskParamsSchema.parse(ctx.params);
+    await deps.tasks.answer(taskId, ctx.principal, inputResponses);
+    return { resultType: 'complete' };
+  };
+}
+
+export function tasksCancel(deps: ServerDeps): MethodHandler {
+  return async (ctx) => {
+    await deps.tasks.cancel(taskIdOf(ctx), ctx.principal);
+    return { resultType: 'complete' };
+  };
+}

@@ -1,0 +1,154 @@
+import { serve, type ServerType } from '@hono/node-server';
+import type { Hono } from 'hono';
+import type { PgBoss } from 'pg-boss';
+import { startWorkerPool, type WorkerPool } from '../workers/pool.ts';
+import type { Config } from './config.ts';
+import { createDb, type Db } from './db/database.ts';
+import { startEmbeddedPostgres, type RunningPostgres } from './db/embedded.ts';
+import { migrateToLatest } from './db/migrate.ts';
+import { sharedSecret } from './db/shared-secret.ts';
+import { createApp } from './http/app.ts';
+import { coerceError, type Logger } from './log.ts';
+import { createDispatcher } from './protocol/dispatch.ts';
+import type { ServerDeps } from './protocol/server-deps.ts';
+import { BossTaskQueue, createBoss, ensureRunQueue } from './queue/boss.ts';
+import { TaskService } from './tasks/service.ts';
+import type { ToolDefinition } from './tools/define.ts';
+import { ToolRegistry } from './tools/registry.ts';
+import { RequestStateSealer } from './tools/request-state.ts';
+
+export type Role = 'all' | 'server' | 'worker';
+
+export interface RuntimeOptions {
+  config: Config;
+  log: Logger;
+  tools: readonly ToolDefinition[];
+  role: Role;
+  /** Listen on HOST:PORT (default true for roles that serve HTTP). */
+  listen?: boolean;
+  serverVersion?: string;
+}
+
+export interface Runtime {
+  db: Db;
+  boss: PgBoss;
+  app: Hono | undefined;
+  server: ServerType | undefined;
+  /** `http://host:port/mcp` once listening. */
+  url: string | undefined;
+  workers: WorkerPool | undefined;
+  stop(): Promise<void>;
+}
+
+/** Builds a process from its configuration: database (embedded when DATABASE_URL is unset), queue, HTTP, workers. */
+export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
+  const { config, log, role } = opts;
+  const cleanups: Array<() => Promise<void>> = [];
+  const stop = async () => {
+    for (const cleanup of cleanups.reverse()) {
+      await cleanup().catch((err: unknown) =>
+        log.warn('shutdown step failed', { error: coerceError(err).message }),
+      );
+    }
+    cleanups.length = 0;
+  };
+
+  try {
+    let connectionString = config.DATABASE_URL;
+    if (connectionString === undefined) {
+      const embedded: RunningPostgres = await startEmbeddedPostgres({
+        dataDir: config.EMBEDDED_PG_DIR,
+        port: config.EMBEDDED_PG_PORT,
+        log,
+      });
+      cleanups.push(() => embedded.stop());
+      connectionString = embedded.connectionString;
+    }
+
+    const { db } = createDb({
+      connectionString,
+      max: config.DB_POOL_MAX,
+      applicationName: `durable-mcp-tasks:${role}`,
+    });
+    cleanups.push(() => db.destroy());
+    await migrateToLatest(db);
+
+    const boss = createBoss({ connectionString, supervise: role !== 'server' });
+    boss.on('error', (err) => log.error('pg-boss error', { error: coerceError(err).message }));
+    await boss.start();
+    cleanups.push(() => boss.stop({ graceful: true, timeout: config.SHUTDOWN_GRACE_MS, close: true }));
+    await ensureRunQueue(boss, {
+      retryLimit: config.TASK_RETRY_LIMIT,
+      retryDelaySeconds: config.TASK_RETRY_DELAY_SECONDS,
+    });
+
+    const tools = new ToolRegistry(opts.tools);
+    let workers: WorkerPool | undefined;
+    if (role !== 'server') {
+      workers = await startWorkerPool({
+        db,
+        boss,
+        tools,
+        log,
+        concurrency: config.WORKER_CONCURRENCY,
+        pollIntervalSeconds: config.WORKER_POLL_INTERVAL_SECONDS,
+        leaseMs: config.LEASE_MS,
+        cancelCheckIntervalMs: config.CANCEL_CHECK_INTERVAL_MS,
+        statusThrottleMs: config.STATUS_THROTTLE_MS,
+        sweepIntervalMs: config.SWEEP_INTERVAL_MS,
+        sweepBatchSize: config.SWEEP_BATCH_SIZE,
+        purgeGraceMs: config.TASK_PURGE_GRACE_MS,
+      });
+      const pool = workers;
+      cleanups.push(() => pool.stop());
+    }
+
+    let app: Hono | undefined;
+    let server: ServerType | undefined;
+    let url: string | undefined;
+    if (role !== 'worker') {
+      const secret = config.REQUEST_STATE_SECRET ?? (await sharedSecret(db, 'request-state'));
+      const deps: ServerDeps = {
+        serverInfo: { name: config.SERVER_NAME, version: opts.serverVersion ?? '0.1.0' },
+        tools,
+        tasks: new TaskService({ db, queue: new BossTaskQueue(boss) }),
+        requestState: new RequestStateSealer(secret),
+        taskDefaults: { ttlMs: config.TASK_TTL_MS, pollIntervalMs: config.TASK_POLL_INTERVAL_MS },
+        listTtlMs: 60_000,
+      };
+      app = createApp({
+        dispatcher: createDispatcher(deps),
+        log,
+        principalOf: () => config.PRINCIPAL,
+        maxBodyBytes: config.MAX_BODY_BYTES,
+        allowedOrigins: config.ALLOWED_ORIGINS.split(',')
+          .map((o) => o.trim())
+          .filter((o) => o !== ''),
+      });
+      if (opts.listen ?? true) {
+        const listening = await new Promise<{ server: ServerType; port: number }>((resolve) => {
+          const s = serve({ fetch: app!.fetch, hostname: config.HOST, port: config.PORT }, (info) =>
+            resolve({ server: s, port: info.port }),
+          );
+        });
+        server = listening.server;
+        const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
+        url = `http://${host}:${listening.port}/mcp`;
+        const s = server;
+        // Stop accepting first; requests in flight finish before the database goes away.
+        cleanups.push(
+          () =>
+            new Promise<void>((resolve) => {
+              s.close(() => resolve());
+              (s as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+            }),
+        );
+        log.info('listening', { url });
+      }
+    }
+    return { db, boss, app, server, url, workers, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

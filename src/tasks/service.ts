@@ -1,0 +1,68 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/database.ts';
+import { TaskNotFoundError } from '../protocol/errors.ts';
+import type { InputResponses } from '../protocol/wire.ts';
+import { newTaskId } from './ids.ts';
+import { requestCancel } from './store/cancel.ts';
+import { insertTask, type NewTask } from './store/create.ts';
+import { answerInputRequests } from './store/input.ts';
+import { getTaskView } from './store/read.ts';
+import type { TaskView } from './store/view.ts';
+
+/** Enqueues a leg of a task's execution inside the caller's transaction. */
+export interface TaskQueue {
+  enqueueRun(executor: Kysely<Database>, taskId: string): Promise<void>;
+}
+
+/** Tells other processes that a task changed (a wake-up hint; polling stays the backstop). */
+export type TaskChangeNotifier = (executor: Kysely<Database>, taskId: string) => Promise<void>;
+
+export interface TaskServiceDeps {
+  db: Kysely<Database>;
+  queue: TaskQueue;
+  onChange?: TaskChangeNotifier;
+}
+
+/** What the protocol methods do to tasks; every write that must be durable commits before it returns. */
+export class TaskService {
+  readonly #db: Kysely<Database>;
+  readonly #queue: TaskQueue;
+  readonly #onChange: TaskChangeNotifier;
+
+  constructor({ db, queue, onChange }: TaskServiceDeps) {
+    this.#db = db;
+    this.#queue = queue;
+    this.#onChange = onChange ?? (async () => {});
+  }
+
+  /** Inserts the task and its first job in one transaction; returns only after the commit. */
+  async create(task: Omit<NewTask, 'taskId'>): Promise<TaskView> {
+    return this.#db.transaction().execute(async (trx) => {
+      const view = await insertTask(trx, { ...task, taskId: newTaskId() });
+      await this.#queue.enqueueRun(trx, view.taskId);
+      return view;
+    });
+  }
+
+  async get(taskId: string, principal: string): Promise<TaskView> {
+    const view = await getTaskView(this.#db, taskId, principal);
+    if (view === undefined) throw new TaskNotFoundError(taskId);
+    return view;
+  }
+
+  /** Stores answers; when the last outstanding one arrives, the task resumes (same transaction). */
+  async answer(taskId: string, principal: string, responses: InputResponses): Promise<void> {
+    await this.#db.transaction().execute(async (trx) => {
+      const outcome = await answerInputRequests(trx, taskId, principal, responses);
+      if (outcome.resumed) await this.#queue.enqueueRun(trx, taskId);
+      if (outcome.answered > 0) await this.#onChange(trx, taskId);
+    });
+  }
+
+  async cancel(taskId: string, principal: string): Promise<void> {
+    await this.#db.transaction().execute(async (trx) => {
+      await requestCancel(trx, taskId, principal);
+      await this.#onChange(trx, taskId);
+    });
+  }
+}

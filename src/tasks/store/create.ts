@@ -1,0 +1,37 @@
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../db/database.ts';
+import type { ClientCapabilities, JsonObject } from '../../protocol/wire.ts';
+import { TASK_VIEW_COLUMNS, toTaskView, type TaskView } from './view.ts';
+
+export interface NewTask {
+  taskId: string;
+  principal: string;
+  toolName: string;
+  arguments: JsonObject;
+  prepared: unknown;
+  clientCapabilities: ClientCapabilities;
+  ttlMs: number | null;
+  pollIntervalMs: number;
+}
+
+/** Inserts a task in `working`; run it in the transaction that also enqueues its job. */
+export async function insertTask(db: Kysely<Database>, task: NewTask): Promise<TaskView> {
+  const row = await db
+    .insertInto('tasks')
+    .values({
+      task_id: task.taskId,
+      principal: task.principal,
+      tool_name: task.toolName,
+      arguments: JSON.stringify(task.arguments),
+      prepared: task.prepared === undefined ? null : JSON.stringify(task.prepared),
+      client_capabilities: JSON.stringify(task.clientCapabilities),
+      status: 'working',
+      ttl_ms: task.ttlMs,
+      poll_interval_ms: task.pollIntervalMs,
+      // now() is the transaction's start, the same instant created_at defaults to.
+      expires_at: task.ttlMs === null ? null : sql<Date>`now() + ${task.ttlMs} * interval '1 millisecond'`,
+    })
+    .returning(TASK_VIEW_COLUMNS)
+    .executeTakeFirstOrThrow();
+  return toTaskView(row);
+}

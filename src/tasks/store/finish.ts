@@ -1,0 +1,72 @@
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../db/database.ts';
+import type { JsonObject, TaskStatus } from '../../protocol/wire.ts';
+import { ACTIVE_STATUSES } from '../status.ts';
+
+type Outcome =
+  | { status: 'completed'; result: JsonObject; statusMessage?: string }
+  | { status: 'failed'; error: JsonObject; statusMessage: string }
+  | { status: 'cancelled'; statusMessage: string };
+
+/**
+ * Ends an attempt: one guarded UPDATE from `working`, fenced by attempt, so a worker that lost its
+ * lease can never overwrite the attempt that replaced it. False when the fence did not hold.
+ */
+export async function finishAttempt(
+  db: Kysely<Database>,
+  taskId: string,
+  attempt: number,
+  outcome: Outcome,
+): Promise<boolean> {
+  const row = await db
+    .updateTable('tasks')
+    .set({
+      status: outcome.status satisfies TaskStatus,
+      result: outcome.status === 'completed' ? JSON.stringify(outcome.result) : null,
+      error: outcome.status === 'failed' ? JSON.stringify(outcome.error) : null,
+      ...(outcome.statusMessage === undefined ? {} : { status_message: outcome.statusMessage }),
+      leased_by: null,
+      lease_expires_at: null,
+      last_updated_at: sql`now()`,
+    })
+    .where('task_id', '=', taskId)
+    .where('attempt', '=', attempt)
+    .where('status', '=', 'working')
+    .returning('task_id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Turns a cancel request that no attempt is honouring (task not claimable) into `cancelled`. */
+export async function settleCancelRequest(db: Kysely<Database>, taskId: string): Promise<boolean> {
+  const row = await db
+    .updateTable('tasks')
+    .set({
+      status: 'cancelled',
+      status_message: 'Cancelled by request',
+      leased_by: null,
+      last_updated_at: sql`now()`,
+    })
+    .where('task_id', '=', taskId)
+    .where('status', 'in', ACTIVE_STATUSES)
+    .where('cancel_requested_at', 'is not', null)
+    .returning('task_id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Throttled `statusMessage` writes from a running attempt; fenced like every other write. */
+export async function setStatusMessage(
+  db: Kysely<Database>,
+  taskId: string,
+  attempt: number,
+  message: string,
+): Promise<void> {
+  await db
+    .updateTable('tasks')
+    .set({ status_message: message, last_updated_at: sql`now()` })
+    .where('task_id', '=', taskId)
+    .where('attempt', '=', attempt)
+    .where('status', '=', 'working')
+    .execute();
+}

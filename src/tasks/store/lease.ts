@@ -1,0 +1,118 @@
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../db/database.ts';
+import type { ClientCapabilities, JsonObject } from '../../protocol/wire.ts';
+
+/** The attempt's fence no longer holds: another attempt took over, or the task left `working`. */
+export class LeaseLostError extends Error {
+  override readonly name = 'LeaseLostError';
+  constructor(
+    readonly taskId: string,
+    readonly attempt: number,
+  ) {
+    super(`Task ${taskId} is no longer held by attempt ${attempt}`);
+  }
+}
+
+export interface ClaimedTask {
+  taskId: string;
+  principal: string;
+  toolName: string;
+  arguments: JsonObject;
+  prepared: unknown;
+  clientCapabilities: ClientCapabilities;
+  attempt: number;
+}
+
+/**
+ * Starts a new attempt of a `working` task: bumps `attempt` (the fence every later write names) and
+ * records the lease. Undefined when the task is not runnable (terminal, waiting for input, cancelled).
+ */
+export async function claimTask(
+  db: Kysely<Database>,
+  taskId: string,
+  workerId: string,
+  leaseMs: number,
+): Promise<ClaimedTask | undefined> {
+  const row = await db
+    .updateTable('tasks')
+    .set((eb) => ({
+      attempt: eb('attempt', '+', 1),
+      leased_by: workerId,
+      lease_expires_at: sql`now() + ${leaseMs} * interval '1 millisecond'`,
+    }))
+    .where('task_id', '=', taskId)
+    .where('status', '=', 'working')
+    .where('cancel_requested_at', 'is', null)
+    .returning([
+      'task_id',
+      'principal',
+      'tool_name',
+      'arguments',
+      'prepared',
+      'client_capabilities',
+      'attempt',
+    ])
+    .executeTakeFirst();
+  if (row === undefined) return undefined;
+  return {
+    taskId: row.task_id,
+    principal: row.principal,
+    toolName: row.tool_name,
+    arguments: row.arguments as JsonObject,
+    prepared: row.prepared ?? undefined,
+    clientCapabilities: row.client_capabilities as ClientCapabilities,
+    attempt: row.attempt,
+  };
+}
+
+/** Hands a task back (still `working`) so that a retry can claim it; fenced by attempt. */
+export async function releaseTask(db: Kysely<Database>, taskId: string, attempt: number): Promise<void> {
+  await db
+    .updateTable('tasks')
+    .set({ leased_by: null, lease_expires_at: null })
+    .where('task_id', '=', taskId)
+    .where('attempt', '=', attempt)
+    .execute();
+}
+
+export interface LeaseState {
+  taskId: string;
+  /** The attempt still holds the task and no cancel was asked for. */
+  held: boolean;
+  cancelRequested: boolean;
+}
+
+/**
+ * One query for every attempt a worker runs: which ones must stop (cancel requested, task no longer
+ * `working`, or another attempt took over). With `renewLeases`, extends the leases of those still held.
+ */
+export async function checkLeases(
+  db: Kysely<Database>,
+  attempts: ReadonlyMap<string, number>,
+  leaseMs: number,
+  renewLeases: boolean,
+): Promise<LeaseState[]> {
+  if (attempts.size === 0) return [];
+  const ids = [...attempts.keys()];
+  const rows = await db
+    .selectFrom('tasks')
+    .select(['task_id', 'attempt', 'status', 'cancel_requested_at'])
+    .where('task_id', 'in', ids)
+    .execute();
+  const byId = new Map(rows.map((r) => [r.task_id, r]));
+  const states = ids.map((taskId) => {
+    const row = byId.get(taskId);
+    const held = row !== undefined && row.attempt === attempts.get(taskId) && row.status === 'working';
+    return { taskId, held, cancelRequested: row?.cancel_requested_at != null };
+  });
+  const renew = states.filter((s) => s.held && !s.cancelRequested).map((s) => s.taskId);
+  if (renewLeases && renew.length > 0) {
+    await db
+      .updateTable('tasks')
+      .set({ lease_expires_at: sql`now() + ${leaseMs} * interval '1 millisecond'` })
+      .where('task_id', 'in', renew)
+      .where('status', '=', 'working')
+      .execute();
+  }
+  return states;
+}

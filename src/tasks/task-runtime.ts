@@ -1,0 +1,101 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/database.ts';
+import type { Logger } from '../log.ts';
+import type { InputRequests, JsonObject } from '../protocol/wire.ts';
+import { assertInputSupported } from '../tools/capabilities.ts';
+import type { ToolRuntime } from '../tools/context.ts';
+import { setStatusMessage } from './store/finish.ts';
+import { suspendForInput } from './store/input.ts';
+import type { ClaimedTask } from './store/lease.ts';
+import { saveStep } from './store/steps.ts';
+
+/** Thrown by `input` once the task is parked in `input_required`: this leg of the job ends here. */
+export class TaskSuspendedSignal extends Error {
+  override readonly name = 'TaskSuspendedSignal';
+  constructor(readonly taskId: string) {
+    super('Task is waiting for input');
+  }
+}
+
+export interface TaskRuntimeOptions {
+  db: Kysely<Database>;
+  task: ClaimedTask;
+  steps: Map<string, unknown>;
+  inputs: Map<string, { request: unknown; response: unknown }>;
+  signal: AbortSignal;
+  statusThrottleMs: number;
+  log: Logger;
+}
+
+export type TaskRuntime = ToolRuntime & { flush(): Promise<void> };
+
+/** A handler's durable context on a worker: checkpointed steps, input through `input_required`. */
+export function createTaskRuntime(opts: TaskRuntimeOptions): TaskRuntime {
+  const { db, task, steps, inputs, signal } = opts;
+  const status = throttledStatus(opts);
+  return {
+    principal: task.principal,
+    taskId: task.taskId,
+    clientCapabilities: task.clientCapabilities,
+    prepared: task.prepared,
+    signal,
+    status: status.set,
+    flush: status.flush,
+    async step<T>(name: string, fn: () => Promise<T> | T): Promise<T> {
+      if (steps.has(name)) return steps.get(name) as T;
+      signal.throwIfAborted();
+      const value = await fn();
+      const stored = await saveStep(db, task.taskId, task.attempt, name, value);
+      steps.set(name, stored);
+      return stored as T;
+    },
+    async input(requests: InputRequests): Promise<Record<string, JsonObject>> {
+      assertInputSupported(requests, task.clientCapabilities);
+      const answered: Record<string, JsonObject> = {};
+      const missing: InputRequests = {};
+      for (const [key, request] of Object.entries(requests)) {
+        const response = inputs.get(key)?.response;
+        if (response === null || response === undefined) missing[key] = request;
+        else answered[key] = response as JsonObject;
+      }
+      if (Object.keys(missing).length === 0) return answered;
+      await status.flush();
+      await suspendForInput(db, task.taskId, task.attempt, missing);
+      throw new TaskSuspendedSignal(task.taskId);
+    },
+  };
+}
+
+/** statusMessage writes at most once per `statusThrottleMs`; the latest message always lands. */
+function throttledStatus({ db, task, statusThrottleMs, log }: TaskRuntimeOptions) {
+  let pending: string | undefined;
+  let lastWrite = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let inFlight: Promise<void> = Promise.resolve();
+
+  const write = () => {
+    timer = undefined;
+    if (pending === undefined) return;
+    const message = pending;
+    pending = undefined;
+    lastWrite = Date.now();
+    inFlight = inFlight
+      .then(() => setStatusMessage(db, task.taskId, task.attempt, message))
+      .catch((err: unknown) => log.warn('statusMessage write failed', { error: String(err) }));
+  };
+
+  return {
+    set: (message: string) => {
+      pending = message;
+      if (timer !== undefined) return;
+      const wait = lastWrite + statusThrottleMs - Date.now();
+      if (wait <= 0) write();
+      else timer = setTimeout(write, wait);
+    },
+    flush: async () => {
+      if (timer !== undefined) clearTimeout(timer);
+      write();
+      await inFlight;
+    },
+  };
+}

@@ -1,0 +1,66 @@
+import { z } from 'zod';
+import { ToolNotFoundError } from '../protocol/errors.ts';
+import type { JsonObject } from '../protocol/wire.ts';
+import type { ToolDefinition } from './define.ts';
+
+/** The tool as `tools/list` describes it. */
+export interface ToolDescription {
+  name: string;
+  title?: string;
+  description: string;
+  inputSchema: JsonObject;
+  annotations?: JsonObject;
+}
+
+/** Tools by name, listed in registration order (deterministic, as tools/list requires). */
+export class ToolRegistry {
+  readonly #tools = new Map<string, ToolDefinition>();
+  #descriptions: ToolDescription[] | undefined;
+
+  constructor(tools: readonly ToolDefinition[] = []) {
+    for (const tool of tools) this.register(tool);
+  }
+
+  register(tool: ToolDefinition): this {
+    if (this.#tools.has(tool.name)) throw new Error(`Tool ${tool.name} is registered twice`);
+    this.#tools.set(tool.name, tool);
+    this.#descriptions = undefined;
+    return this;
+  }
+
+  get(name: string): ToolDefinition {
+    const tool = this.#tools.get(name);
+    if (tool === undefined) throw new ToolNotFoundError(name);
+    return tool;
+  }
+
+  has(name: string): boolean {
+    return this.#tools.has(name);
+  }
+
+  /** Wire descriptions, derived once from the zod schemas. */
+  list(): readonly ToolDescription[] {
+    this.#descriptions ??= [...this.#tools.values()].map(describeTool);
+    return this.#descriptions;
+  }
+}
+
+export function describeTool(tool: ToolDefinition): ToolDescription {
+  return {
+    name: tool.name,
+    ...(tool.title === undefined ? {} : { title: tool.title }),
+    description: tool.description,
+    inputSchema: toInputSchema(tool.inputSchema),
+    ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
+  };
+}
+
+/** JSON Schema 2020-12 for a tool's input, as the client will validate it. */
+export function toInputSchema(schema: z.ZodType): JsonObject {
+  const json = z.toJSONSchema(schema, {
+    target: 'draft-2020-12',
+    io: 'input',
+    unrepresentable: 'any',
+  }) as JsonObject;
+  return json;
+}
