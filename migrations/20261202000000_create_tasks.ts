@@ -35,6 +35,14 @@ export async function up(db: Kysely<any>): Promise<void> {
     .where(sql.ref('expires_at'), 'is not', null)
     .execute();
 
+  // The lease reaper's scan: running attempts whose lease lapsed.
+  await db.schema
+    .createIndex('tasks_lease_expires_at_idx')
+    .on('tasks')
+    .column('lease_expires_at')
+    .where(sql.ref('leased_by'), 'is not', null)
+    .execute();
+
   await db.schema
     .createTable('task_input_requests')
     .addColumn('task_id', 'text', (c) => c.notNull().references('tasks.task_id').onDelete('cascade'))

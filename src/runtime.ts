@@ -83,11 +83,13 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     });
 
     const tools = new ToolRegistry(opts.tools);
+    const queue = new BossTaskQueue(boss);
     let workers: WorkerPool | undefined;
     if (role !== 'server') {
       workers = await startWorkerPool({
         db,
         boss,
+        queue,
         tools,
         log,
         concurrency: config.WORKER_CONCURRENCY,
@@ -111,7 +113,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       const deps: ServerDeps = {
         serverInfo: { name: config.SERVER_NAME, version: opts.serverVersion ?? '0.1.0' },
         tools,
-        tasks: new TaskService({ db, queue: new BossTaskQueue(boss) }),
+        tasks: new TaskService({ db, queue }),
         requestState: new RequestStateSealer(secret),
         taskDefaults: { ttlMs: config.TASK_TTL_MS, pollIntervalMs: config.TASK_POLL_INTERVAL_MS },
         listTtlMs: 60_000,

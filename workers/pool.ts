@@ -6,13 +6,16 @@ import type { Database } from '../src/db/database.ts';
 import { coerceError, type Logger } from '../src/log.ts';
 import { RUN_QUEUE, RunJobSchema, type RunJob } from '../src/queue/boss.ts';
 import { CancelRequestedError, runTaskLeg, type RunningAttempts } from '../src/tasks/executor.ts';
-import { checkLeases, LeaseLostError } from '../src/tasks/store/lease.ts';
+import type { TaskQueue } from '../src/tasks/service.ts';
+import { checkLeases, LeaseLostError, reclaimExpiredLeases } from '../src/tasks/store/lease.ts';
 import { expireTasks, purgeTasks } from '../src/tasks/store/sweep.ts';
 import type { ToolRegistry } from '../src/tools/registry.ts';
 
 export interface WorkerPoolOptions {
   db: Kysely<Database>;
   boss: PgBoss;
+  /** Where reclaimed tasks are re-enqueued. */
+  queue: TaskQueue;
   tools: ToolRegistry;
   log: Logger;
   concurrency?: number;
@@ -28,8 +31,8 @@ export interface WorkerPoolOptions {
 export interface WorkerPool {
   readonly workerId: string;
   readonly running: RunningAttempts;
-  /** Runs one sweep now (expiry, then purge); used by tests and by the timer. */
-  sweep(): Promise<{ expired: number; purged: number }>;
+  /** Runs one sweep now (lapsed leases, expiry, purge); used by tests and by the timer. */
+  sweep(): Promise<{ reclaimed: number; expired: number; purged: number }>;
   stop(): Promise<void>;
 }
 
@@ -52,6 +55,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
   const {
     db,
     boss,
+    queue,
     tools,
     concurrency = 4,
     pollIntervalSeconds = 0.5,
@@ -74,7 +78,8 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
       batchSize: 1,
       includeMetadata: true,
       pollingIntervalSeconds: pollIntervalSeconds,
-      notifyPollingIntervalSeconds: Math.max(pollIntervalSeconds, 2),
+      // pg-boss waits this long between fetches even with a backlog, so keep it short (issue 4 revisits).
+      notifyPollingIntervalSeconds: pollIntervalSeconds,
     },
     async (jobs) => {
       for (const job of jobs as JobWithMetadata<RunJob>[]) {
@@ -108,11 +113,18 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
   };
   const watcher = setInterval(() => void watch(), cancelCheckIntervalMs);
 
+  const reclaim = () =>
+    db.transaction().execute(async (trx) => {
+      const ids = await reclaimExpiredLeases(trx, sweepBatchSize);
+      for (const taskId of ids) await queue.enqueueRun(trx, taskId);
+      return ids.length;
+    });
   const sweep = async () => {
+    const reclaimed = await drain(reclaim, sweepBatchSize);
     const expired = await drain(async () => (await expireTasks(db, sweepBatchSize)).length, sweepBatchSize);
     const purged = await drain(() => purgeTasks(db, sweepBatchSize, purgeGraceMs), sweepBatchSize);
-    if (expired + purged > 0) log.info('sweep', { expired, purged });
-    return { expired, purged };
+    if (reclaimed + expired + purged > 0) log.info('sweep', { reclaimed, expired, purged });
+    return { reclaimed, expired, purged };
   };
   let sweeping = false;
   const sweeper = setInterval(() => {

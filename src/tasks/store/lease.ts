@@ -25,7 +25,8 @@ export interface ClaimedTask {
 
 /**
  * Starts a new attempt of a `working` task: bumps `attempt` (the fence every later write names) and
- * records the lease. Undefined when the task is not runnable (terminal, waiting for input, cancelled).
+ * records the lease. Undefined when the task is not runnable (terminal, waiting for input, cancelled)
+ * or another attempt still holds a live lease (a duplicate delivery must not steal a running task).
  */
 export async function claimTask(
   db: Kysely<Database>,
@@ -115,4 +116,30 @@ export async function checkLeases(
       .execute();
   }
   return states;
+}
+
+/**
+ * Takes back up to `limit` tasks whose attempt's lease lapsed (its worker died or hung): the lease is
+ * cleared so that a new attempt can claim the task. The caller enqueues a run for each, in this transaction.
+ */
+export async function reclaimExpiredLeases(db: Kysely<Database>, limit: number): Promise<string[]> {
+  const rows = await db
+    .updateTable('tasks')
+    .set({ leased_by: null, lease_expires_at: null })
+    .where('task_id', 'in', (eb) =>
+      eb
+        .selectFrom('tasks')
+        .select('task_id')
+        .where('status', '=', 'working')
+        .where('leased_by', 'is not', null)
+        .where('lease_expires_at', '<', sql<Date>`now()`)
+        .orderBy('lease_expires_at')
+        .limit(limit)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .where('status', '=', 'working')
+    .returning('task_id')
+    .execute();
+  return rows.map((r) => r.task_id);
 }

@@ -1,0 +1,44 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { createDb, type Db } from '../../src/db/database.ts';
+import { withDatabase } from './urls.ts';
+
+export interface TestDatabase {
+  url: string;
+  name: string;
+  db: Db;
+  /** Drops the database (kept instead when KEEP_TEST_DB is set, for inspection). */
+  drop(): Promise<void>;
+}
+
+/** A fresh database cloned from the migrated template: real Postgres, real schema, no mocks. */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const adminUrl = inject('adminUrl');
+  const name = `mcp_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`create database ${name} template ${inject('templateDb')}`);
+  } finally {
+    await admin.end();
+  }
+  const url = withDatabase(adminUrl, name);
+  const { db } = createDb({ connectionString: url, max: 4, applicationName: 'test' });
+  return {
+    url,
+    name,
+    db,
+    async drop() {
+      await db.destroy();
+      if (process.env.KEEP_TEST_DB) return;
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      try {
+        await c.query(`drop database if exists ${name} with (force)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}

@@ -1,0 +1,226 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { Runtime } from '../../src/runtime.ts';
+import { defineTool, type ToolDefinition } from '../../src/tools/define.ts';
+import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { PROTOCOL_VERSION, RawMcp, TASK_CAPS } from '../helpers/mcp.ts';
+import { startTestRuntime } from '../helpers/runtime.ts';
+import { expectedAnalysis } from '../helpers/analysis.ts';
+
+const aborted: string[] = [];
+const sleeper = defineTool({
+  name: 'sync_sleeper',
+  description: 'Reports progress every 50 ms until aborted (test tool)',
+  inputSchema: z.object({ id: z.string() }),
+  async handler({ id }, ctx) {
+    for (let i = 1; i <= 200; i++) {
+      if (ctx.signal.aborted) {
+        aborted.push(id);
+        throw new Error('aborted');
+      }
+      await ctx.progress(i, 200);
+      await sleep(50);
+    }
+    return { content: [{ type: 'text', text: 'done' }] };
+  },
+});
+
+let tdb: TestDatabase;
+let rt: Runtime & { url: string };
+let mcp: RawMcp;
+let plain: RawMcp;
+
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  rt = await startTestRuntime({ databaseUrl: tdb.url, tools: [...SHIPPED_TOOLS, sleeper as ToolDefinition] });
+  mcp = new RawMcp(rt.url);
+  plain = new RawMcp(rt.url, {});
+});
+afterAll(async () => {
+  await rt?.stop();
+  await tdb?.drop();
+});
+
+async function taskCount(): Promise<number> {
+  const row = await tdb.db
+    .selectFrom('tasks')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+describe('tools/list', () => {
+  it('lists the shipped tools in a deterministic order with JSON Schema 2020-12 input schemas', async () => {
+    const first = await mcp.result('tools/list');
+    const second = await mcp.result('tools/list');
+    expect(first.tools).toEqual(second.tools);
+    expect(first.tools.map((t: { name: string }) => t.name)).toEqual([
+      'analyze_numbers',
+      'confirm_action',
+      'fail_with',
+      'echo',
+      'sync_sleeper',
+    ]);
+    expect(first).toMatchObject({ resultType: 'complete', cacheScope: 'public' });
+    expect(first.ttlMs).toBeGreaterThanOrEqual(0);
+    const analyze = first.tools[0];
+    expect(analyze.inputSchema).toMatchObject({
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      type: 'object',
+      properties: {
+        count: { type: 'integer', minimum: 1, maximum: 10_000_000 },
+        chunkSize: { type: 'integer', default: 100_000 },
+        delayMsPerChunk: { type: 'integer', minimum: 0, maximum: 10_000, default: 0 },
+      },
+      required: ['count'],
+    });
+  });
+
+  it('rejects a cursor it never issued with -32602', async () => {
+    expect(await mcp.error('tools/list', { cursor: 'bogus' })).toMatchObject({ code: -32602 });
+  });
+});
+
+describe('tools/call', () => {
+  it('runs echo synchronously, also for a client that declared the tasks extension', async () => {
+    expect(await mcp.callTool('echo', { text: 'héllo' })).toMatchObject({
+      resultType: 'complete',
+      content: [{ type: 'text', text: 'héllo' }],
+    });
+  });
+
+  it('runs analyze_numbers synchronously for a client without the extension', async () => {
+    const before = await taskCount();
+    const result = await plain.callTool('analyze_numbers', { count: 2500, chunkSize: 1000 });
+    expect(result.resultType).toBe('complete');
+    expect(result.structuredContent).toEqual(expectedAnalysis(2500, 1000));
+    expect(await taskCount()).toBe(before);
+  });
+
+  it('makes analyze_numbers a task for a client with the extension, stored before the answer', async () => {
+    const created = await mcp.callTool('analyze_numbers', { count: 10 });
+    expect(created).toMatchObject({
+      resultType: 'task',
+      status: 'working',
+      ttlMs: 3_600_000,
+      pollIntervalMs: 20,
+    });
+    expect(created.taskId).toMatch(/^[A-Za-z0-9_-]{24,}$/);
+    const row = await tdb.db
+      .selectFrom('tasks')
+      .selectAll()
+      .where('task_id', '=', created.taskId)
+      .executeTakeFirst();
+    expect(row?.principal).toBe('local');
+    const done = await mcp.waitForTask(created.taskId);
+    expect(done.result.structuredContent).toEqual(expectedAnalysis(10, 100_000));
+  });
+
+  it('refuses a task-required tool to a client without the extension with -32021', async () => {
+    const error = await plain.error('tools/call', { name: 'confirm_action', arguments: { action: 'x' } });
+    expect(error).toMatchObject({
+      status: 400,
+      code: -32021,
+      data: { requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } },
+    });
+  });
+
+  it('ignores a legacy task parameter', async () => {
+    const result = await mcp.result('tools/call', {
+      name: 'echo',
+      arguments: { text: 't' },
+      task: { ttl: 1000 },
+    });
+    expect(result.resultType).toBe('complete');
+    const sync = await plain.result('tools/call', {
+      name: 'analyze_numbers',
+      arguments: { count: 3 },
+      task: { ttl: 1000 },
+    });
+    expect(sync.resultType).toBe('complete');
+  });
+
+  it('answers an unknown tool with -32602', async () => {
+    expect(await mcp.error('tools/call', { name: 'nope', arguments: {} })).toMatchObject({
+      status: 200,
+      code: -32602,
+    });
+  });
+
+  it.each([
+    [{ count: 0 }],
+    [{ count: 'ten' }],
+    [{ count: 1.5 }],
+    [{ count: 20_000_000 }],
+    [{}],
+    [{ count: 10, delayMsPerChunk: -1 }],
+  ])('reports invalid arguments %j as a tool error and creates no task', async (args) => {
+    const before = await taskCount();
+    const result = await mcp.callTool('analyze_numbers', args);
+    expect(result).toMatchObject({ resultType: 'complete', isError: true });
+    expect(result.content[0].text).toMatch(/^Invalid arguments for tool analyze_numbers:/);
+    expect(await taskCount()).toBe(before);
+  });
+
+  it('rejects arguments that are not an object with -32602', async () => {
+    expect(await mcp.error('tools/call', { name: 'echo', arguments: 'text' })).toMatchObject({
+      code: -32602,
+    });
+  });
+
+  it('streams progress as SSE when the request carries a progressToken', async () => {
+    const reply = await plain.request(
+      'tools/call',
+      { name: 'analyze_numbers', arguments: { count: 500, chunkSize: 100 } },
+      { meta: { progressToken: 'p1' } },
+    );
+    expect(reply.status).toBe(200);
+    expect(reply.headers.get('content-type')).toContain('text/event-stream');
+    expect(reply.headers.get('x-accel-buffering')).toBe('no');
+    const progress = reply.messages.filter((m) => m.method === 'notifications/progress');
+    expect(progress.map((m) => (m.params as { progress: number }).progress)).toEqual([1, 2, 3, 4, 5]);
+    expect(progress.every((m) => (m.params as { progressToken: string }).progressToken === 'p1')).toBe(true);
+    expect(reply.body.result.structuredContent).toEqual(expectedAnalysis(500, 100));
+  });
+
+  it('cancels a synchronous call when the client closes its SSE stream', async () => {
+    const abort = new AbortController();
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 'sse-1',
+      method: 'tools/call',
+      params: {
+        name: 'sync_sleeper',
+        arguments: { id: 'closed-stream' },
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': PROTOCOL_VERSION,
+          'io.modelcontextprotocol/clientCapabilities': TASK_CAPS,
+          progressToken: 7,
+        },
+      },
+    });
+    const res = await fetch(rt.url, {
+      method: 'POST',
+      signal: abort.signal,
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': PROTOCOL_VERSION,
+        'mcp-method': 'tools/call',
+        'mcp-name': 'sync_sleeper',
+      },
+      body,
+    });
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    expect(new TextDecoder().decode(first.value)).toContain('notifications/progress');
+    abort.abort();
+    const deadline = Date.now() + 3000;
+    while (!aborted.includes('closed-stream') && Date.now() < deadline) await sleep(20);
+    expect(aborted).toContain('closed-stream');
+    // The server goes on serving.
+    expect((await mcp.result('server/discover')).resultType).toBe('complete');
+  });
+});

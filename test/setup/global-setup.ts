@@ -1,0 +1,62 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { startEmbeddedPostgres, type RunningPostgres } from '../../src/db/embedded.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
+import { createLogger } from '../../src/log.ts';
+import { createBoss, ensureRunQueue } from '../../src/queue/boss.ts';
+import { withDatabase } from '../helpers/urls.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** A connection string to a maintenance database of the test server (for CREATE DATABASE). */
+    adminUrl: string;
+    /** A database migrated once (ours and pg-boss's schema) that every test file clones. */
+    templateDb: string;
+  }
+}
+
+let embedded: RunningPostgres | undefined;
+
+/**
+ * The test database server: TEST_DATABASE_URL (e.g. the machine's Postgres) when set, else an
+ * embedded Postgres under .data/test-postgres. One template database is migrated here, once.
+ */
+export async function setup(project: TestProject): Promise<void> {
+  let adminUrl = process.env.TEST_DATABASE_URL;
+  if (adminUrl === undefined || adminUrl === '') {
+    embedded = await startEmbeddedPostgres({
+      dataDir: process.env.TEST_EMBEDDED_PG_DIR ?? '.data/test-postgres',
+      port: Number(process.env.TEST_EMBEDDED_PG_PORT ?? 54339),
+      database: 'postgres',
+      log: createLogger('warn'),
+    });
+    adminUrl = embedded.connectionString;
+  }
+  const templateDb = `mcp_test_template_${process.pid}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`drop database if exists ${templateDb}`);
+  await admin.query(`create database ${templateDb}`);
+  // Databases of earlier runs that were kept for inspection stay until the next run of the same pid.
+  await admin.end();
+
+  const url = withDatabase(adminUrl, templateDb);
+  const db = new Kysely<unknown>({
+    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1 }) }),
+  });
+  await migrateToLatest(db);
+  await db.destroy();
+  const boss = createBoss({ connectionString: url, max: 2 });
+  boss.on('error', () => {});
+  await boss.start();
+  await ensureRunQueue(boss, { retryLimit: 2, retryDelaySeconds: 0 });
+  await boss.stop({ graceful: false, close: true });
+
+  project.provide('adminUrl', adminUrl);
+  project.provide('templateDb', templateDb);
+}
+
+export async function teardown(): Promise<void> {
+  await embedded?.stop();
+}
