@@ -23,7 +23,7 @@ function def(name: string): { ok(data: unknown): boolean; errors(): unknown } {
     compiled.set(name, v);
   }
   const validate = v;
-  return { ok: (data) => validate(data) as boolean, errors: () => validate.errors };
+  return { ok: (data) => validate(data), errors: () => validate.errors };
 }
 
 const ERROR_DEFS: Record<number, string> = {

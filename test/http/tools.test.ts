@@ -34,7 +34,7 @@ let plain: RawMcp;
 
 beforeAll(async () => {
   tdb = await createTestDatabase();
-  rt = await startTestRuntime({ databaseUrl: tdb.url, tools: [...SHIPPED_TOOLS, sleeper as ToolDefinition] });
+  rt = await startTestRuntime({ databaseUrl: tdb.url, tools: [...SHIPPED_TOOLS, sleeper] });
   mcp = new RawMcp(rt.url);
   plain = new RawMcp(rt.url, {});
 });
