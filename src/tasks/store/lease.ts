@@ -44,6 +44,7 @@ export async function claimTask(
     .where('task_id', '=', taskId)
     .where('status', '=', 'working')
     .where('cancel_requested_at', 'is', null)
+    .where((eb) => eb.or([eb('leased_by', 'is', null), eb('lease_expires_at', '<', sql<Date>`now()`)]))
     .returning([
       'task_id',
       'principal',

@@ -1,0 +1,273 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TaskNotFoundError } from '../../src/protocol/errors.ts';
+import {
+  canTransition,
+  fromStatuses,
+  isTerminal,
+  TASK_STATUSES,
+  TRANSITIONS,
+} from '../../src/tasks/status.ts';
+import { requestCancel } from '../../src/tasks/store/cancel.ts';
+import { insertTask } from '../../src/tasks/store/create.ts';
+import { finishAttempt, settleCancelRequest, setStatusMessage } from '../../src/tasks/store/finish.ts';
+import { answerInputRequests, suspendForInput } from '../../src/tasks/store/input.ts';
+import { checkLeases, claimTask, LeaseLostError, reclaimExpiredLeases } from '../../src/tasks/store/lease.ts';
+import { getTaskView } from '../../src/tasks/store/read.ts';
+import { loadSteps, saveStep } from '../../src/tasks/store/steps.ts';
+import { expireTasks, purgeTasks } from '../../src/tasks/store/sweep.ts';
+import { newTaskId } from '../../src/tasks/ids.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+
+let tdb: TestDatabase;
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+});
+afterAll(async () => {
+  await tdb?.drop();
+});
+
+async function newTask(opts: { ttlMs?: number | null; principal?: string } = {}) {
+  const view = await insertTask(tdb.db, {
+    taskId: newTaskId(),
+    principal: opts.principal ?? 'alice',
+    toolName: 't',
+    arguments: {},
+    prepared: undefined,
+    clientCapabilities: { elicitation: {} },
+    ttlMs: opts.ttlMs === undefined ? 60_000 : opts.ttlMs,
+    pollIntervalMs: 100,
+  });
+  return view.taskId;
+}
+
+const status = async (taskId: string) =>
+  (await tdb.db.selectFrom('tasks').select('status').where('task_id', '=', taskId).executeTakeFirstOrThrow())
+    .status;
+
+const elicit = { method: 'elicitation/create' as const, params: { message: 'q?' } };
+
+async function parked(keys: string[]) {
+  const taskId = await newTask();
+  const claim = (await claimTask(tdb.db, taskId, 'w1', 10_000))!;
+  await suspendForInput(tdb.db, taskId, claim.attempt, Object.fromEntries(keys.map((k) => [k, elicit])));
+  return taskId;
+}
+
+describe('the task state machine', () => {
+  it('allows exactly the documented transitions; terminal states have none', () => {
+    expect(TRANSITIONS).toEqual({
+      working: ['input_required', 'completed', 'failed', 'cancelled'],
+      input_required: ['working', 'failed', 'cancelled'],
+      completed: [],
+      failed: [],
+      cancelled: [],
+    });
+    for (const from of TASK_STATUSES) {
+      for (const to of TASK_STATUSES) expect(canTransition(from, to)).toBe(TRANSITIONS[from].includes(to));
+    }
+    expect(TASK_STATUSES.filter(isTerminal)).toEqual(['completed', 'failed', 'cancelled']);
+    expect(fromStatuses('working')).toEqual(['input_required']);
+  });
+});
+
+describe('guarded transitions in Postgres', () => {
+  it('creates tasks with ≥128-bit random ids, a principal and an expiry from created_at', async () => {
+    const ids = new Set(Array.from({ length: 1000 }, newTaskId));
+    expect(ids.size).toBe(1000);
+    for (const id of ids) expect(Buffer.from(id, 'base64url').length).toBeGreaterThanOrEqual(16);
+    const taskId = await newTask({ ttlMs: 5000 });
+    const row = await tdb.db
+      .selectFrom('tasks')
+      .selectAll()
+      .where('task_id', '=', taskId)
+      .executeTakeFirstOrThrow();
+    expect(row.expires_at!.getTime() - row.created_at.getTime()).toBe(5000);
+    expect(row.principal).toBe('alice');
+    const unlimited = await newTask({ ttlMs: null });
+    expect((await getTaskView(tdb.db, unlimited, 'alice'))!.ttlMs).toBeNull();
+  });
+
+  it('reads a task only for its own principal', async () => {
+    const taskId = await newTask({ principal: 'alice' });
+    expect(await getTaskView(tdb.db, taskId, 'alice')).toBeDefined();
+    expect(await getTaskView(tdb.db, taskId, 'bob')).toBeUndefined();
+    await expect(requestCancel(tdb.db, taskId, 'bob')).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(
+      tdb.db.transaction().execute((trx) => answerInputRequests(trx, taskId, 'bob', {})),
+    ).rejects.toBeInstanceOf(TaskNotFoundError);
+    expect(await status(taskId)).toBe('working');
+  });
+
+  it('fences every write of an attempt: a replaced attempt cannot complete, checkpoint or report', async () => {
+    const taskId = await newTask();
+    const first = (await claimTask(tdb.db, taskId, 'w1', 300))!;
+    // A live lease is not stolen by a duplicate delivery…
+    expect(await claimTask(tdb.db, taskId, 'w2', 10_000)).toBeUndefined();
+    await new Promise((r) => setTimeout(r, 350));
+    // …but a lapsed one is.
+    const second = (await claimTask(tdb.db, taskId, 'w2', 10_000))!;
+    expect(second.attempt).toBe(first.attempt + 1);
+    await expect(saveStep(tdb.db, taskId, first.attempt, 's', 1)).rejects.toBeInstanceOf(LeaseLostError);
+    await setStatusMessage(tdb.db, taskId, first.attempt, 'stale');
+    expect(
+      await finishAttempt(tdb.db, taskId, first.attempt, { status: 'completed', result: { stale: true } }),
+    ).toBe(false);
+    expect(await saveStep(tdb.db, taskId, second.attempt, 's', 2)).toBe(2);
+    // A step recorded once keeps its value.
+    expect(await saveStep(tdb.db, taskId, second.attempt, 's', 3)).toBe(2);
+    expect(await loadSteps(tdb.db, taskId)).toEqual(new Map([['s', 2]]));
+    expect(
+      await finishAttempt(tdb.db, taskId, second.attempt, { status: 'completed', result: { ok: true } }),
+    ).toBe(true);
+    const view = (await getTaskView(tdb.db, taskId, 'alice'))!;
+    expect(view).toMatchObject({ status: 'completed', statusMessage: null, result: { ok: true } });
+  });
+
+  it('never changes a terminal task', async () => {
+    const taskId = await newTask();
+    const claim = (await claimTask(tdb.db, taskId, 'w1', 10_000))!;
+    await finishAttempt(tdb.db, taskId, claim.attempt, {
+      status: 'failed',
+      error: { code: 1, message: 'x' },
+      statusMessage: 'x',
+    });
+    const before = await tdb.db
+      .selectFrom('tasks')
+      .selectAll()
+      .where('task_id', '=', taskId)
+      .executeTakeFirstOrThrow();
+    expect(await claimTask(tdb.db, taskId, 'w2', 10_000)).toBeUndefined();
+    expect(await finishAttempt(tdb.db, taskId, claim.attempt, { status: 'completed', result: {} })).toBe(
+      false,
+    );
+    await expect(suspendForInput(tdb.db, taskId, claim.attempt, { k: elicit })).rejects.toBeInstanceOf(
+      LeaseLostError,
+    );
+    expect(await requestCancel(tdb.db, taskId, 'alice')).toEqual({ cancelledNow: false });
+    expect(await settleCancelRequest(tdb.db, taskId)).toBe(false);
+    expect(await expireTasks(tdb.db, 100)).not.toContain(taskId);
+    const after = await tdb.db
+      .selectFrom('tasks')
+      .selectAll()
+      .where('task_id', '=', taskId)
+      .executeTakeFirstOrThrow();
+    expect(after).toEqual(before);
+  });
+
+  it('cancels a queued task and a task waiting for input at once, a running one only by flag', async () => {
+    const queued = await newTask();
+    expect(await requestCancel(tdb.db, queued, 'alice')).toEqual({ cancelledNow: true });
+    expect(await status(queued)).toBe('cancelled');
+
+    const waiting = await parked(['k']);
+    expect(await requestCancel(tdb.db, waiting, 'alice')).toEqual({ cancelledNow: true });
+    expect(await status(waiting)).toBe('cancelled');
+
+    const running = await newTask();
+    const claim = (await claimTask(tdb.db, running, 'w1', 10_000))!;
+    expect(await requestCancel(tdb.db, running, 'alice')).toEqual({ cancelledNow: false });
+    expect(await status(running)).toBe('working');
+    const [state] = await checkLeases(tdb.db, new Map([[running, claim.attempt]]), 10_000, false);
+    expect(state).toEqual({ taskId: running, held: true, cancelRequested: true });
+    // The attempt may still win the race and complete; nothing after that changes it.
+    expect(
+      await finishAttempt(tdb.db, running, claim.attempt, {
+        status: 'cancelled',
+        statusMessage: 'Cancelled by request',
+      }),
+    ).toBe(true);
+    expect(await status(running)).toBe('cancelled');
+  });
+
+  it('stores answers for outstanding keys only and resumes exactly once', async () => {
+    const taskId = await parked(['a', 'b']);
+    const answer = (responses: Record<string, Record<string, unknown>>) =>
+      tdb.db.transaction().execute((trx) => answerInputRequests(trx, taskId, 'alice', responses));
+    expect(await answer({ zzz: { action: 'accept' } })).toEqual({ answered: 0, resumed: false });
+    expect(await answer({ a: { action: 'accept', content: { v: 1 } } })).toEqual({
+      answered: 1,
+      resumed: false,
+    });
+    expect(await answer({ a: { action: 'accept', content: { v: 2 } } })).toEqual({
+      answered: 0,
+      resumed: false,
+    });
+    expect(Object.keys((await getTaskView(tdb.db, taskId, 'alice'))!.inputRequests!)).toEqual(['b']);
+    expect(await answer({ b: { action: 'decline' } })).toEqual({ answered: 1, resumed: true });
+    expect(await status(taskId)).toBe('working');
+    const rows = await tdb.db
+      .selectFrom('task_input_requests')
+      .select(['key', 'response'])
+      .where('task_id', '=', taskId)
+      .orderBy('key')
+      .execute();
+    expect(rows).toEqual([
+      { key: 'a', response: { action: 'accept', content: { v: 1 } } },
+      { key: 'b', response: { action: 'decline' } },
+    ]);
+  });
+
+  it('serializes concurrent partial answers so that one of them resumes the task', async () => {
+    for (let round = 0; round < 10; round++) {
+      const taskId = await parked(['x', 'y']);
+      const outcomes = await Promise.all(
+        ['x', 'y'].map((key) =>
+          tdb.db
+            .transaction()
+            .execute((trx) => answerInputRequests(trx, taskId, 'alice', { [key]: { action: 'accept' } })),
+        ),
+      );
+      expect(outcomes.filter((o) => o.resumed)).toHaveLength(1);
+      expect(await status(taskId)).toBe('working');
+    }
+  });
+
+  it('reclaims tasks whose lease lapsed, and only those', async () => {
+    const lapsed = await newTask();
+    await claimTask(tdb.db, lapsed, 'dead-worker', 1);
+    const live = await newTask();
+    await claimTask(tdb.db, live, 'live-worker', 60_000);
+    await new Promise((r) => setTimeout(r, 5));
+    const reclaimed = await reclaimExpiredLeases(tdb.db, 100);
+    expect(reclaimed).toContain(lapsed);
+    expect(reclaimed).not.toContain(live);
+    expect((await claimTask(tdb.db, lapsed, 'w3', 10_000))?.attempt).toBe(2);
+  });
+
+  it('expires non-terminal tasks past their TTL, then purges them in bounded batches', async () => {
+    const ids = await Promise.all(Array.from({ length: 7 }, () => newTask({ ttlMs: 1 })));
+    const done = await newTask({ ttlMs: 1 });
+    const claim = (await claimTask(tdb.db, done, 'w', 10_000))!;
+    await finishAttempt(tdb.db, done, claim.attempt, {
+      status: 'completed',
+      result: { kept: 'until purge' },
+    });
+    const forever = await newTask({ ttlMs: null });
+    await new Promise((r) => setTimeout(r, 5));
+
+    const first = await expireTasks(tdb.db, 5);
+    expect(first).toHaveLength(5);
+    const rest = await expireTasks(tdb.db, 5);
+    expect([...first, ...rest].sort()).toEqual([...ids].sort());
+    const expired = (await getTaskView(tdb.db, ids[0]!, 'alice'))!;
+    expect(expired).toMatchObject({
+      status: 'failed',
+      statusMessage: 'Task has expired',
+      error: { code: -32603, message: 'Task has expired' },
+    });
+    expect((await getTaskView(tdb.db, done, 'alice'))!.status).toBe('completed');
+
+    expect(await purgeTasks(tdb.db, 100, 60_000)).toBe(0); // still within the grace period
+    expect(await purgeTasks(tdb.db, 3, 0)).toBe(3);
+    expect(await purgeTasks(tdb.db, 100, 0)).toBe(5);
+    expect(await getTaskView(tdb.db, done, 'alice')).toBeUndefined();
+    expect(await getTaskView(tdb.db, forever, 'alice')).toBeDefined();
+    const orphans = await sql<{
+      n: string;
+    }>`select count(*) as n from task_input_requests r left join tasks t using (task_id) where t.task_id is null`.execute(
+      tdb.db,
+    );
+    expect(Number(orphans.rows[0]!.n)).toBe(0);
+  });
+});
