@@ -8,6 +8,7 @@ import {
   mkdirSync,
   chownSync,
   rmSync,
+  statSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -69,6 +70,19 @@ async function runAs(): Promise<{ uid: number; gid: number } | undefined> {
   }
 }
 
+/** As root, Postgres runs as another user, who must be able to reach the data directory. */
+function assertTraversable(dir: string): void {
+  for (let d = dir; ; d = path.dirname(d)) {
+    if ((statSync(d).mode & 0o001) === 0) {
+      throw new Error(
+        `the postgres user cannot reach ${dir}: ${d} is not searchable by others ` +
+          `(chmod o+x ${d}, set EMBEDDED_PG_DIR elsewhere, or set DATABASE_URL)`,
+      );
+    }
+    if (path.dirname(d) === d) return;
+  }
+}
+
 async function waitUntilReady(connectionString: string, postmasterAlive: () => boolean, timeoutMs = 60_000) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -107,6 +121,7 @@ export async function startEmbeddedPostgres({
   const bins = await binaries();
   const ids = await runAs();
   mkdirSync(home, { recursive: true });
+  if (ids !== undefined) assertTraversable(home);
 
   if (!existsSync(path.join(dir, 'PG_VERSION'))) {
     log.info('initialising embedded postgres', { dataDir: dir });

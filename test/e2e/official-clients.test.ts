@@ -215,7 +215,7 @@ function createFetchPort(url: string, log: WireLog): ConnectedMcpSessionPort {
         kind: 'error',
         error: {
           code: Number(m.error.code),
-          message: String(m.error.message),
+          message: typeof m.error.message === 'string' ? m.error.message : JSON.stringify(m.error.message),
           ...(m.error.data === undefined ? {} : { data: m.error.data }),
         },
       };
@@ -242,9 +242,12 @@ interface Elicited {
 }
 
 /** An ext-tasks session over the fetch port; elicitations are recorded and answered by `answer`. */
-function openSession(
-  answer: (e: Elicited) => ApplicationElicitResult = () => ({ action: 'cancel' }),
-): { session: TaskEnabledSession; log: WireLog; elicited: Elicited[]; errors: Error[] } {
+function openSession(answer: (e: Elicited) => ApplicationElicitResult = () => ({ action: 'cancel' })): {
+  session: TaskEnabledSession;
+  log: WireLog;
+  elicited: Elicited[];
+  errors: Error[];
+} {
   const log = newWireLog();
   const elicited: Elicited[] = [];
   const errors: Error[] = [];
@@ -284,7 +287,9 @@ function eventWatcher(timeoutMs: number) {
       const seen = events.find((e) => e.type === 'task' && predicate(e.task));
       if (seen?.type === 'task') return resolve(seen.task);
       const timer = setTimeout(() => {
-        const statuses = events.map((e) => (e.type === 'task' ? e.task.status : `outcome:${e.outcome.status}`));
+        const statuses = events.map((e) =>
+          e.type === 'task' ? e.task.status : `outcome:${e.outcome.status}`,
+        );
         reject(new Error(`no task event ${what} within ${timeoutMs} ms; saw ${statuses.join(', ')}`));
       }, timeoutMs);
       waiters.push({
@@ -309,7 +314,7 @@ function expectCleanWire(log: WireLog, errors: Error[] = []) {
 // ---------------------------------------------------------------------------------------------
 
 describe('@modelcontextprotocol/client (SDK Client, pinned to 2026-07-28)', () => {
-  function sdkClient(log: WireLog, pending: Array<Promise<void>>, withTasksExtension: boolean): Client {
+  function sdkClient(withTasksExtension: boolean): Client {
     return new Client(
       { name: 'e2e-sdk-client', version: '1.0.0' },
       {
@@ -324,8 +329,8 @@ describe('@modelcontextprotocol/client (SDK Client, pinned to 2026-07-28)', () =
     const pending: Array<Promise<void>> = [];
     const transport = () =>
       new StreamableHTTPClientTransport(new URL(rt.url), { fetch: validatingFetch(log, pending) });
-    const tasksClient = sdkClient(log, pending, true);
-    const plainClient = sdkClient(log, pending, false);
+    const tasksClient = sdkClient(true);
+    const plainClient = sdkClient(false);
     try {
       await tasksClient.connect(transport());
       expect(log.sent[0]).toBe('server/discover');
@@ -381,7 +386,9 @@ describe('@modelcontextprotocol/client (SDK Client, pinned to 2026-07-28)', () =
     await Promise.all(pending);
     expect(log.violations).toEqual([]);
     expect(log.sent.filter((m) => m === 'server/discover')).toHaveLength(2);
-    expect(log.validated).toEqual(expect.arrayContaining(['server/discover', 'tools/list', 'tools/call', 'tasks/get']));
+    expect(log.validated).toEqual(
+      expect.arrayContaining(['server/discover', 'tools/list', 'tools/call', 'tasks/get']),
+    );
     expect(log.validated.length).toBeGreaterThanOrEqual(log.sent.length);
   });
 });
@@ -401,7 +408,12 @@ describe('@modelcontextprotocol/ext-tasks (withTasks over a fetch port)', () => 
 
       expect(elicited).toHaveLength(1);
       const [asked] = elicited;
-      expect(asked!.ctx).toMatchObject({ scope: 'task', delivery: 'task-update', taskId, inputId: 'confirm' });
+      expect(asked!.ctx).toMatchObject({
+        scope: 'task',
+        delivery: 'task-update',
+        taskId,
+        inputId: 'confirm',
+      });
       expect(asked!.params).toMatchObject({
         mode: 'form',
         message: expect.stringContaining('ship it'),
@@ -518,7 +530,11 @@ describe('@modelcontextprotocol/ext-tasks (withTasks over a fetch port)', () => 
       expect(ex.kind).toBe('task');
       const { outcome, lastTask } = await ex.settle();
       expect(outcome.status).toBe('completed');
-      expect(lastTask).toMatchObject({ taskId: ex.handle!.taskId, status: 'completed', statusMessage: 'chunk 3/3' });
+      expect(lastTask).toMatchObject({
+        taskId: ex.handle!.taskId,
+        status: 'completed',
+        statusMessage: 'chunk 3/3',
+      });
       const result = resultFromTaskOutcome(outcome);
       expect(result).toMatchObject({ structuredContent: expectedAnalysis(30_000, 10_000) });
       expect((result as { structuredContent?: unknown }).structuredContent).toEqual(

@@ -1,0 +1,113 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, describe, expect, it } from 'vitest';
+import { expectedAnalysis } from '../helpers/analysis.ts';
+import { RawMcp } from '../helpers/mcp.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const dir = mkdtempSync(path.join(tmpdir(), 'mcp-start-'));
+chmodSync(dir, 0o755); // as root, Postgres runs as the postgres user, who must reach its data
+const dataDir = path.join(dir, 'postgres');
+const pgPort = String(55_000 + Math.floor(Math.random() * 5000));
+const children: ChildProcess[] = [];
+
+afterAll(async () => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  const pid = postmasterPid();
+  if (pid !== undefined && alive(pid)) process.kill(pid, 'SIGINT');
+  await sleep(200);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function postmasterPid(): number | undefined {
+  const file = path.join(dataDir, 'postmaster.pid');
+  return existsSync(file) ? Number(readFileSync(file, 'utf8').split('\n')[0]) : undefined;
+}
+
+/** `npm start`'s command, minus npm (so that signals reach the server itself): no DATABASE_URL, so the embedded Postgres. */
+async function start(): Promise<{ child: ChildProcess; url: string; exited: Promise<number | null> }> {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: '0',
+    EMBEDDED_PG_DIR: dataDir,
+    EMBEDDED_PG_PORT: pgPort,
+    LOG_LEVEL: 'info',
+  };
+  delete env.DATABASE_URL;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  children.push(child);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let log = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no 'listening' line in time:\n${log}`)), 60_000);
+    child.stderr!.on('data', (chunk: Buffer) => {
+      log += chunk.toString();
+      const m = /"msg":"listening","url":"([^"]+)"/.exec(log);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`exited with ${code}:\n${log}`)));
+  });
+  return { child, url, exited };
+}
+
+describe('npm start with no DATABASE_URL', () => {
+  it('serves tools on an embedded Postgres, keeps tasks across restarts, and shuts down cleanly', async () => {
+    const first = await start();
+    const mcp = new RawMcp(first.url);
+    const created = await mcp.callTool('analyze_numbers', { count: 20_000, chunkSize: 5000 });
+    const done = await mcp.waitForTask(created.taskId);
+    expect(done.result.structuredContent).toEqual(expectedAnalysis(20_000, 5000));
+    const waiting = await mcp.callTool('confirm_action', { action: 'survive a restart' });
+    await mcp.waitForTask(waiting.taskId, (t) => t.status === 'input_required');
+
+    // Ctrl-C: the process exits 0 and takes its Postgres with it.
+    const pgPid = postmasterPid()!;
+    expect(alive(pgPid)).toBe(true);
+    first.child.kill('SIGINT');
+    expect(await first.exited).toBe(0);
+    expect(alive(pgPid)).toBe(false);
+
+    // Killed outright, it leaves Postgres behind; the next start replaces that orphan.
+    const second = await start();
+    const again = new RawMcp(second.url);
+    expect(await again.getTask(created.taskId)).toEqual(done);
+    second.child.kill('SIGKILL');
+    await second.exited;
+    const orphan = postmasterPid()!;
+    expect(alive(orphan)).toBe(true);
+
+    const third = await start();
+    expect(alive(orphan)).toBe(false);
+    const last = new RawMcp(third.url);
+    await last.result('tasks/update', {
+      taskId: waiting.taskId,
+      inputResponses: { confirm: { action: 'accept', content: { confirm: true } } },
+    });
+    expect((await last.waitForTask(waiting.taskId)).result.content[0].text).toBe(
+      'confirmed: survive a restart',
+    );
+    const finalPg = postmasterPid()!;
+    third.child.kill('SIGTERM');
+    expect(await third.exited).toBe(0);
+    expect(alive(finalPg)).toBe(false);
+  }, 120_000);
+});
