@@ -56,7 +56,7 @@ async function start(): Promise<{ child: ChildProcess; url: string; exited: Prom
   let log = '';
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no 'listening' line in time:\n${log}`)), 60_000);
-    child.stderr!.on('data', (chunk: Buffer) => {
+    child.stderr.on('data', (chunk: Buffer) => {
       log += chunk.toString();
       const m = /"msg":"listening","url":"([^"]+)"/.exec(log);
       if (m) {
