@@ -6,12 +6,16 @@ import {
   UpdateTaskResultV2Schema,
 } from '@modelcontextprotocol/ext-tasks/core/v2';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import { createRequire } from 'node:module';
 import type { ZodType } from 'zod';
 
 const SCHEMA = JSON.parse(
   readFileSync(new URL('../fixtures/mcp-2026-07-28.schema.json', import.meta.url), 'utf8'),
 ) as Record<string, unknown>;
 const ajv = new Ajv2020({ strict: false, allErrors: true });
+// ajv-formats is CommonJS with a default export that ESM interop wraps; require() gets the function.
+const addFormats = createRequire(import.meta.url)('ajv-formats') as (a: Ajv2020) => void;
+addFormats(ajv);
 ajv.addSchema(SCHEMA, 'mcp');
 const compiled = new Map<string, ValidateFunction>();
 
