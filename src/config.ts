@@ -44,7 +44,9 @@ export type Config = Readonly<z.infer<typeof ConfigSchema>>;
 
 /** Parses the environment once; entry points call this, everything else takes explicit options. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = ConfigSchema.safeParse(env);
+  // An empty variable (e.g. `FOO=` from a compose file) means unset.
+  const set = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = ConfigSchema.safeParse(set);
   if (!parsed.success) {
     throw new Error(`Invalid configuration:\n${z.prettifyError(parsed.error)}`);
   }
