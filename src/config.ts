@@ -35,6 +35,10 @@ const ConfigSchema = z.object({
   /** How long graceful shutdown lets running handlers finish before handing their tasks back. */
   SHUTDOWN_GRACE_MS: intFromEnv(10_000),
   STATUS_THROTTLE_MS: intFromEnv(250),
+  /** SSE keep-alive comment interval on open streams (subscriptions/listen). */
+  SSE_KEEPALIVE_MS: intFromEnv(15_000, 10),
+  /** How often a subscription re-reads its tasks, in case a change notification was lost. */
+  SUBSCRIPTION_POLL_MS: intFromEnv(5_000, 10),
   /** Secret for the integrity protection of MRTR requestState; unset: one generated once and kept in the database. */
   REQUEST_STATE_SECRET: z.string().min(16).optional(),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),

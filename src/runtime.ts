@@ -7,12 +7,18 @@ import { createDb, type Db } from './db/database.ts';
 import { startEmbeddedPostgres, type RunningPostgres } from './db/embedded.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { sharedSecret } from './db/shared-secret.ts';
+import { ChangeFeed } from './events/change-feed.ts';
+import { createServerEvents } from './events/server-events.ts';
 import { createApp } from './http/app.ts';
 import { coerceError, type Logger } from './log.ts';
 import { createDispatcher } from './protocol/dispatch.ts';
 import type { ServerDeps } from './protocol/server-deps.ts';
 import { BossTaskQueue, createBoss, ensureRunQueue } from './queue/boss.ts';
 import { TaskService } from './tasks/service.ts';
+import type { PromptDefinition } from './prompts/define.ts';
+import { PromptRegistry } from './prompts/registry.ts';
+import type { ResourceDefinition, ResourceTemplateDefinition } from './resources/define.ts';
+import { ResourceRegistry } from './resources/registry.ts';
 import type { ToolDefinition } from './tools/define.ts';
 import { ToolRegistry } from './tools/registry.ts';
 import { RequestStateSealer } from './tools/request-state.ts';
@@ -23,6 +29,9 @@ export interface RuntimeOptions {
   config: Config;
   log: Logger;
   tools: readonly ToolDefinition[];
+  resources?: readonly ResourceDefinition[];
+  resourceTemplates?: readonly ResourceTemplateDefinition[];
+  prompts?: readonly PromptDefinition[];
   role: Role;
   /** Listen on HOST:PORT (default true for roles that serve HTTP). */
   listen?: boolean;
@@ -84,6 +93,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
 
     const tools = new ToolRegistry(opts.tools);
     const queue = new BossTaskQueue(boss);
+    const events = createServerEvents(db);
     let workers: WorkerPool | undefined;
     if (role !== 'server') {
       workers = await startWorkerPool({
@@ -91,6 +101,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         boss,
         queue,
         tools,
+        events,
         log,
         concurrency: config.WORKER_CONCURRENCY,
         pollIntervalSeconds: config.WORKER_POLL_INTERVAL_SECONDS,
@@ -110,19 +121,30 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     let url: string | undefined;
     if (role !== 'worker') {
       const secret = config.REQUEST_STATE_SECRET ?? (await sharedSecret(db, 'request-state'));
+      const feed = new ChangeFeed(connectionString, log);
+      await feed.start();
+      cleanups.push(() => feed.stop());
+      const shutdown = new AbortController();
       const deps: ServerDeps = {
         serverInfo: { name: config.SERVER_NAME, version: opts.serverVersion ?? '0.1.0' },
         tools,
+        resources: new ResourceRegistry(opts.resources, opts.resourceTemplates),
+        prompts: new PromptRegistry(opts.prompts),
         tasks: new TaskService({ db, queue }),
         requestState: new RequestStateSealer(secret),
+        events,
+        feed,
+        shutdown: shutdown.signal,
         taskDefaults: { ttlMs: config.TASK_TTL_MS, pollIntervalMs: config.TASK_POLL_INTERVAL_MS },
         listTtlMs: 60_000,
+        subscriptionPollMs: config.SUBSCRIPTION_POLL_MS,
       };
       app = createApp({
         dispatcher: createDispatcher(deps),
         log,
         principalOf: () => config.PRINCIPAL,
         maxBodyBytes: config.MAX_BODY_BYTES,
+        keepAliveMs: config.SSE_KEEPALIVE_MS,
         allowedOrigins: config.ALLOWED_ORIGINS.split(',')
           .map((o) => o.trim())
           .filter((o) => o !== ''),
@@ -137,10 +159,12 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
         url = `http://${host}:${listening.port}/mcp`;
         const s = server;
-        // Stop accepting first; requests in flight finish before the database goes away.
+        // Stop accepting first; requests in flight finish before the database goes away. Open
+        // subscriptions are ended first, with their graceful result.
         cleanups.push(
           () =>
             new Promise<void>((resolve) => {
+              shutdown.abort();
               s.close(() => resolve());
               (s as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
             }),

@@ -10,6 +10,7 @@ import type { TaskQueue } from '../src/tasks/service.ts';
 import { checkLeases, LeaseLostError, reclaimExpiredLeases } from '../src/tasks/store/lease.ts';
 import { expireTasks, purgeTasks } from '../src/tasks/store/sweep.ts';
 import type { ToolRegistry } from '../src/tools/registry.ts';
+import type { ServerEvents } from '../src/events/server-events.ts';
 
 export interface WorkerPoolOptions {
   db: Kysely<Database>;
@@ -17,6 +18,7 @@ export interface WorkerPoolOptions {
   /** Where reclaimed tasks are re-enqueued. */
   queue: TaskQueue;
   tools: ToolRegistry;
+  events?: ServerEvents;
   log: Logger;
   concurrency?: number;
   pollIntervalSeconds?: number;
@@ -69,7 +71,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
   const workerId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const log = opts.log.scope({ worker: workerId });
   const running: RunningAttempts = new Map();
-  const deps = { db, tools, workerId, leaseMs, statusThrottleMs, running, log };
+  const deps = { db, tools, workerId, leaseMs, statusThrottleMs, running, events: opts.events, log };
 
   await boss.work<RunJob>(
     RUN_QUEUE,

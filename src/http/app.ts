@@ -12,6 +12,7 @@ export interface AppOptions {
   principalOf: (c: Context) => string;
   maxBodyBytes?: number;
   allowedOrigins?: readonly string[];
+  keepAliveMs?: number;
   path?: string;
 }
 
@@ -22,6 +23,7 @@ export function createApp({
   principalOf,
   maxBodyBytes = 1_000_000,
   allowedOrigins = [],
+  keepAliveMs,
   path = '/mcp',
 }: AppOptions): Hono {
   const app = new Hono();
@@ -43,7 +45,7 @@ export function createApp({
           413,
         ),
     }),
-    mcpPost({ dispatcher, principalOf, log }),
+    mcpPost({ dispatcher, principalOf, log, ...(keepAliveMs === undefined ? {} : { keepAliveMs }) }),
   );
   app.on(['GET', 'DELETE', 'PUT', 'PATCH'], path, (c) =>
     c.json(

@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
-import { streamSSE } from 'hono/streaming';
 import type { Logger } from '../log.ts';
+import type { MethodResult } from '../protocol/context.ts';
 import type { Dispatcher } from '../protocol/dispatch.ts';
 import {
   assertSupportedVersion,
@@ -9,7 +9,7 @@ import {
   parseRequestMeta,
 } from '../protocol/envelope.ts';
 import { ProtocolError, ProtocolErrorCode, toProtocolError } from '../protocol/errors.ts';
-import { META_LOG_LEVEL, type RequestId, type RequestMeta } from '../protocol/wire.ts';
+import type { RequestId, RequestMeta } from '../protocol/wire.ts';
 import type { Notification } from '../tools/context.ts';
 import { validateRoutingHeaders } from './routing-headers.ts';
 
@@ -18,23 +18,29 @@ export interface McpRouteOptions {
   /** Resolves the principal of a request (authentication comes later; for now configuration). */
   principalOf: (c: Context) => string;
   log: Logger;
+  /** SSE comment interval on open streams, so that idle intermediaries keep them. */
+  keepAliveMs?: number;
 }
 
 function errorBody(id: RequestId | null, error: ProtocolError) {
   return { jsonrpc: '2.0' as const, id, error: error.toJSON() };
 }
 
-/** Methods whose response may stream request-scoped notifications (progress, log messages). */
-const STREAMING_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read']);
+const SSE_HEADERS = {
+  'Content-Type': 'text/event-stream',
+  'Cache-Control': 'no-cache',
+  'X-Accel-Buffering': 'no',
+} as const;
 
-function wantsStream(method: string, meta: RequestMeta): boolean {
-  return (
-    STREAMING_METHODS.has(method) && (meta.progressToken !== undefined || meta[META_LOG_LEVEL] !== undefined)
-  );
-}
+type Outcome = { ok: true; result: MethodResult } | { ok: false; error: unknown };
 
-/** POST /mcp: one JSON-RPC message per request, answered as JSON or, when it streams, as SSE. */
-export function mcpPost({ dispatcher, principalOf, log }: McpRouteOptions) {
+/**
+ * POST /mcp: one JSON-RPC message per request. The answer is JSON, unless the method sends a
+ * notification before its result (progress, log messages, a subscription's acknowledgement): then the
+ * response becomes an SSE stream at that moment. So errors found before anything is streamed keep
+ * their HTTP status, and a stream closed by the client aborts the request's signal.
+ */
+export function mcpPost({ dispatcher, principalOf, log, keepAliveMs = 15_000 }: McpRouteOptions) {
   return async (c: Context) => {
     const incoming = parseMessage(await c.req.text());
     if (incoming.kind === 'error')
@@ -45,10 +51,12 @@ export function mcpPost({ dispatcher, principalOf, log }: McpRouteOptions) {
     const { id, method } = incoming.message;
     const params = incoming.message.params ?? {};
     const reqLog = log.scope({ requestId: id });
-    const fail = (err: unknown) => {
-      const error = toProtocolError(err, (cause) =>
+    const toError = (err: unknown) =>
+      toProtocolError(err, (cause) =>
         reqLog.error('request failed', { method, error: String(cause), stack: (cause as Error).stack }),
       );
+    const fail = (err: unknown) => {
+      const error = toError(err);
       return c.json(errorBody(id, error), httpStatusFor(error));
     };
 
@@ -64,35 +72,69 @@ export function mcpPost({ dispatcher, principalOf, log }: McpRouteOptions) {
       return fail(err);
     }
 
-    const principal = principalOf(c);
-    const base = { id, method, params, meta, principal, log: reqLog };
-    if (!wantsStream(method, meta)) {
+    const abort = new AbortController();
+    c.req.raw.signal.addEventListener('abort', () => abort.abort(new Error('client went away')), {
+      once: true,
+    });
+    const encoder = new TextEncoder();
+    let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
+    let streaming = false;
+    let startStream: () => void = () => {};
+    const started = new Promise<'stream'>((resolve) => (startStream = () => resolve('stream')));
+    const write = (text: string) => {
+      if (abort.signal.aborted || controller === undefined) return;
       try {
-        const result = await dispatcher.dispatch({ ...base, signal: c.req.raw.signal });
-        return c.json({ jsonrpc: '2.0', id, result });
-      } catch (err) {
-        return fail(err);
+        controller.enqueue(encoder.encode(text));
+      } catch {
+        abort.abort(new Error('stream closed'));
       }
+    };
+    const frame = (message: object) => `event: message\ndata: ${JSON.stringify(message)}\n\n`;
+    const body = new ReadableStream<Uint8Array>({
+      start: (ctl) => void (controller = ctl),
+      cancel: () => abort.abort(new Error('client closed the stream')),
+    });
+    const notify = async (n: Notification) => {
+      if (abort.signal.aborted) return;
+      if (!streaming) {
+        streaming = true;
+        startStream();
+      }
+      write(frame({ jsonrpc: '2.0', ...n }));
+    };
+
+    const outcome: Promise<Outcome> = dispatcher
+      .dispatch({
+        id,
+        method,
+        params,
+        meta,
+        principal: principalOf(c),
+        log: reqLog,
+        header: (name) => c.req.header(name),
+        signal: abort.signal,
+        notify,
+      })
+      .then(
+        (result) => ({ ok: true as const, result }),
+        (error: unknown) => ({ ok: false as const, error }),
+      );
+
+    if ((await Promise.race([started, outcome.then(() => 'done' as const)])) === 'done' && !streaming) {
+      const done = await outcome;
+      return done.ok ? c.json({ jsonrpc: '2.0', id, result: done.result }) : fail(done.error);
     }
 
-    c.header('X-Accel-Buffering', 'no');
-    c.header('Cache-Control', 'no-cache');
-    return streamSSE(c, async (stream) => {
-      const abort = new AbortController();
-      stream.onAbort(() => abort.abort(new Error('client closed the stream')));
-      const send = async (message: object) => {
-        if (!abort.signal.aborted) await stream.writeSSE({ event: 'message', data: JSON.stringify(message) });
-      };
-      const notify = (n: Notification) => send({ jsonrpc: '2.0', ...n });
-      try {
-        const result = await dispatcher.dispatch({ ...base, signal: abort.signal, notify });
-        await send({ jsonrpc: '2.0', id, result });
-      } catch (err) {
-        const error = toProtocolError(err, (cause) =>
-          reqLog.error('request failed', { method, error: String(cause) }),
+    const keepAlive = setInterval(() => write(':\n\n'), keepAliveMs);
+    void outcome.then((done) => {
+      clearInterval(keepAlive);
+      if (!abort.signal.aborted) {
+        write(
+          frame(done.ok ? { jsonrpc: '2.0', id, result: done.result } : errorBody(id, toError(done.error))),
         );
-        await send(errorBody(id, error));
+        controller?.close();
       }
     });
+    return new Response(body, { status: 200, headers: SSE_HEADERS });
   };
 }

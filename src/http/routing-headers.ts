@@ -1,7 +1,9 @@
 import { ProtocolError, ProtocolErrorCode } from '../protocol/errors.ts';
 import { META_PROTOCOL_VERSION, type JsonObject, type RequestMeta } from '../protocol/wire.ts';
 
-const SENTINEL = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/;
+const SENTINEL = /^=\?base64\?(.*)\?=$/s;
+// Canonical, padded Base64: anything else in a sentinel is a malformed header.
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 // Visible ASCII, space and tab (RFC 9110 field values).
 const SAFE_VALUE = /^[\x20-\x7e\t]*$/;
 
@@ -23,6 +25,7 @@ function mismatch(message: string): ProtocolError {
 export function decodeHeaderValue(value: string): string {
   const m = SENTINEL.exec(value);
   if (m === null) return value;
+  if (!BASE64.test(m[1]!)) throw new Error('invalid Base64');
   const bytes = Buffer.from(m[1]!, 'base64');
   const text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   return text;

@@ -14,6 +14,8 @@ export interface RequestContext {
   /** Present when the response is an SSE stream: sends a request-scoped notification before the result. */
   notify?: ((notification: Notification) => Promise<void>) | undefined;
   log: Logger;
+  /** A request header by (case-insensitive) name, for checks that mirror body values (x-mcp-header). */
+  header: (name: string) => string | undefined;
 }
 
 /** A method's result, before the dispatcher adds `_meta.serverInfo`. */

@@ -1,6 +1,10 @@
 import type { MethodHandler, MethodResult, RequestContext } from './context.ts';
 import { ProtocolError, ProtocolErrorCode } from './errors.ts';
+import { completionComplete } from './methods/completion.ts';
 import { discover } from './methods/discover.ts';
+import { promptsGet, promptsList } from './methods/prompts.ts';
+import { resourcesList, resourcesRead, resourceTemplatesList } from './methods/resources.ts';
+import { subscriptionsListen } from './methods/subscriptions.ts';
 import { tasksCancel, tasksGet, tasksUpdate } from './methods/tasks.ts';
 import { toolsCall } from './methods/tools-call.ts';
 import { toolsList } from './methods/tools-list.ts';
@@ -22,6 +26,18 @@ export function createDispatcher(deps: ServerDeps, extra: Record<string, MethodH
       'tasks/get': tasksGet(deps),
       'tasks/update': tasksUpdate(deps),
       'tasks/cancel': tasksCancel(deps),
+      'subscriptions/listen': subscriptionsListen(deps),
+      ...(deps.prompts.empty ? {} : { 'prompts/list': promptsList(deps), 'prompts/get': promptsGet(deps) }),
+      ...(deps.resources.empty
+        ? {}
+        : {
+            'resources/list': resourcesList(deps),
+            'resources/templates/list': resourceTemplatesList(deps),
+            'resources/read': resourcesRead(deps),
+          }),
+      ...(deps.prompts.empty && deps.resources.empty
+        ? {}
+        : { 'completion/complete': completionComplete(deps) }),
       ...extra,
     }),
   );

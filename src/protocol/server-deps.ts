@@ -1,3 +1,7 @@
+import type { ChangeFeed } from '../events/change-feed.ts';
+import type { ServerEvents } from '../events/server-events.ts';
+import type { PromptRegistry } from '../prompts/registry.ts';
+import type { ResourceRegistry } from '../resources/registry.ts';
 import type { TaskService } from '../tasks/service.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { RequestStateSealer } from '../tools/request-state.ts';
@@ -7,9 +11,18 @@ import type { Implementation } from './wire.ts';
 export interface ServerDeps {
   serverInfo: Implementation;
   tools: ToolRegistry;
+  resources: ResourceRegistry;
+  prompts: PromptRegistry;
   tasks: TaskService;
   requestState: RequestStateSealer;
+  events: ServerEvents;
+  /** The process's LISTEN connection; `subscriptions/listen` needs it. */
+  feed: ChangeFeed | undefined;
+  /** Aborted when the process shuts down: open subscriptions end gracefully. */
+  shutdown: AbortSignal;
   taskDefaults: { ttlMs: number | null; pollIntervalMs: number };
-  /** Caching hint for server/discover and tools/list. */
+  /** Caching hint for server/discover, the lists and resources/read. */
   listTtlMs: number;
+  /** How often a subscription re-reads its tasks in case a notification was lost. */
+  subscriptionPollMs: number;
 }

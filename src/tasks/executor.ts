@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
+import type { ServerEvents } from '../events/server-events.ts';
 import { coerceError, type Logger } from '../log.ts';
 import { ProtocolError, ProtocolErrorCode } from '../protocol/errors.ts';
 import { createToolContext } from '../tools/context.ts';
@@ -28,6 +29,7 @@ export interface ExecutorDeps {
   leaseMs: number;
   statusThrottleMs: number;
   running: RunningAttempts;
+  events?: ServerEvents | undefined;
   log: Logger;
 }
 
@@ -89,6 +91,7 @@ export async function runTaskLeg(
     steps,
     inputs,
     signal: abort.signal,
+    events: deps.events,
     statusThrottleMs: deps.statusThrottleMs,
     log,
   });

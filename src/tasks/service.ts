@@ -6,7 +6,7 @@ import { newTaskId } from './ids.ts';
 import { requestCancel } from './store/cancel.ts';
 import { insertTask, type NewTask } from './store/create.ts';
 import { answerInputRequests } from './store/input.ts';
-import { getTaskView } from './store/read.ts';
+import { getTaskView, ownedTaskIds } from './store/read.ts';
 import type { TaskView } from './store/view.ts';
 
 /** Enqueues a leg of a task's execution inside the caller's transaction. */
@@ -48,6 +48,11 @@ export class TaskService {
     const view = await getTaskView(this.#db, taskId, principal);
     if (view === undefined) throw new TaskNotFoundError(taskId);
     return view;
+  }
+
+  /** The ids among `ids` that name tasks of `principal`. */
+  owned(ids: readonly string[], principal: string): Promise<string[]> {
+    return ownedTaskIds(this.#db, ids, principal);
   }
 
   /** Stores answers; when the last outstanding one arrives, the task resumes (same transaction). */

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
+import type { ServerEvents } from '../events/server-events.ts';
 import type { Logger } from '../log.ts';
 import type { InputRequests, JsonObject } from '../protocol/wire.ts';
 import { assertInputSupported } from '../tools/capabilities.ts';
@@ -23,6 +24,7 @@ export interface TaskRuntimeOptions {
   steps: Map<string, unknown>;
   inputs: Map<string, { request: unknown; response: unknown }>;
   signal: AbortSignal;
+  events?: ServerEvents | undefined;
   statusThrottleMs: number;
   log: Logger;
 }
@@ -39,6 +41,7 @@ export function createTaskRuntime(opts: TaskRuntimeOptions): TaskRuntime {
     clientCapabilities: task.clientCapabilities,
     prepared: task.prepared,
     signal,
+    events: opts.events,
     status: status.set,
     flush: status.flush,
     async step<T>(name: string, fn: () => Promise<T> | T): Promise<T> {

@@ -1,3 +1,4 @@
+import { NO_EVENTS, type ServerEvents } from '../events/server-events.ts';
 import {
   LOG_LEVELS,
   type ClientCapabilities,
@@ -19,6 +20,7 @@ export interface ToolRuntime {
   readonly clientCapabilities: ClientCapabilities;
   readonly prepared: unknown;
   readonly signal: AbortSignal;
+  readonly events?: ServerEvents | undefined;
   readonly progressToken?: string | number | undefined;
   readonly logLevel?: LogLevel | undefined;
   status(message: string): void;
@@ -40,6 +42,7 @@ export function createToolContext(rt: ToolRuntime): ToolContext {
     clientCapabilities: rt.clientCapabilities,
     prepared: rt.prepared,
     signal: rt.signal,
+    events: rt.events ?? NO_EVENTS,
     status: (message) => rt.status(message),
     step: (name, fn) => rt.step(name, fn),
     input: (requests) => rt.input(requests),

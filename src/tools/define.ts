@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { ServerEvents } from '../events/server-events.ts';
 import type {
   CallToolResult,
   ClientCapabilities,
@@ -29,6 +30,8 @@ export interface ToolContext {
   readonly clientCapabilities: ClientCapabilities;
   /** What the tool's `prepare` phase returned, if it has one. */
   readonly prepared: unknown;
+  /** Raise list-changed or resource-updated notifications for `subscriptions/listen` streams on every instance. */
+  readonly events: ServerEvents;
   /** Fires on `tasks/cancel`, on lost leases, or when the client closes a synchronous call's stream. */
   readonly signal: AbortSignal;
   /** Sets the task's `statusMessage` (throttled writes). A no-op for synchronous calls. */
@@ -67,6 +70,11 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   title?: string;
   description: string;
   inputSchema: S;
+  /**
+   * The JSON Schema published in tools/list, when it must be exactly this one (e.g. 2020-12 features zod
+   * does not express); arguments are still validated by `inputSchema`. Default: derived from `inputSchema`.
+   */
+  inputJsonSchema?: JsonObject;
   /** Default `never`. */
   taskSupport?: TaskSupport;
   /** Task time-to-live; `null` for unlimited. Default: the server's TASK_TTL_MS. */

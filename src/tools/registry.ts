@@ -38,6 +38,12 @@ export class ToolRegistry {
     return this.#tools.has(name);
   }
 
+  describe(name: string): ToolDescription {
+    const description = this.list().find((t) => t.name === name);
+    if (description === undefined) throw new ToolNotFoundError(name);
+    return description;
+  }
+
   /** Wire descriptions, derived once from the zod schemas. */
   list(): readonly ToolDescription[] {
     this.#descriptions ??= [...this.#tools.values()].map(describeTool);
@@ -50,7 +56,7 @@ export function describeTool(tool: ToolDefinition): ToolDescription {
     name: tool.name,
     ...(tool.title === undefined ? {} : { title: tool.title }),
     description: tool.description,
-    inputSchema: toInputSchema(tool.inputSchema),
+    inputSchema: tool.inputJsonSchema ?? toInputSchema(tool.inputSchema),
     ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
   };
 }

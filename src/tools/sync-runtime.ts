@@ -1,3 +1,4 @@
+import type { ServerEvents } from '../events/server-events.ts';
 import type { ClientCapabilities, InputRequests, InputResponses, JsonObject } from '../protocol/wire.ts';
 import { assertInputSupported } from './capabilities.ts';
 import type { Notification, ToolRuntime } from './context.ts';
@@ -15,6 +16,7 @@ export interface SyncRuntimeOptions {
   principal: string;
   clientCapabilities: ClientCapabilities;
   signal: AbortSignal;
+  events?: ServerEvents | undefined;
   /** Every response the client has given so far (from requestState and this round's inputResponses). */
   responses: InputResponses;
   prepared?: unknown;
@@ -31,6 +33,7 @@ export function createSyncRuntime(opts: SyncRuntimeOptions): ToolRuntime {
     clientCapabilities: opts.clientCapabilities,
     prepared: opts.prepared,
     signal: opts.signal,
+    events: opts.events,
     progressToken: opts.progressToken,
     logLevel: opts.logLevel,
     notify: opts.notify,

@@ -3,14 +3,25 @@ import { TASKS_EXTENSION } from '../errors.ts';
 import type { ServerDeps } from '../server-deps.ts';
 import { SUPPORTED_VERSIONS } from '../wire.ts';
 
+/** The capabilities this server's registries support; also decides which methods exist. */
+export function serverCapabilities(deps: ServerDeps): Record<string, unknown> {
+  const withPrompts = !deps.prompts.empty;
+  const withResources = !deps.resources.empty;
+  return {
+    tools: { listChanged: true },
+    ...(withPrompts ? { prompts: { listChanged: true } } : {}),
+    ...(withResources ? { resources: { subscribe: true, listChanged: true } } : {}),
+    ...(withPrompts || withResources ? { completions: {} } : {}),
+    extensions: { [TASKS_EXTENSION]: {} },
+  };
+}
+
 export function discover(deps: ServerDeps): MethodHandler {
+  const capabilities = serverCapabilities(deps);
   return async () => ({
     resultType: 'complete',
     supportedVersions: [...SUPPORTED_VERSIONS],
-    capabilities: {
-      tools: {},
-      extensions: { [TASKS_EXTENSION]: {} },
-    },
+    capabilities,
     ttlMs: deps.listTtlMs,
     cacheScope: 'public',
   });

@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { TaskIdSchema } from '../../protocol/wire.ts';
 import type { Database } from '../../db/database.ts';
 import { TASK_VIEW_COLUMNS, toTaskView, type TaskView } from './view.ts';
 
@@ -29,4 +30,22 @@ export async function taskExists(db: Kysely<Database>, taskId: string, principal
     .where('principal', '=', principal)
     .executeTakeFirst();
   return row !== undefined;
+}
+
+/** The ids among `ids` naming tasks of `principal` (each once, in the given order). */
+export async function ownedTaskIds(
+  db: Kysely<Database>,
+  ids: readonly string[],
+  principal: string,
+): Promise<string[]> {
+  const wellFormed = [...new Set(ids)].filter((id) => TaskIdSchema.safeParse(id).success);
+  if (wellFormed.length === 0) return [];
+  const rows = await db
+    .selectFrom('tasks')
+    .select('task_id')
+    .where('task_id', 'in', wellFormed)
+    .where('principal', '=', principal)
+    .execute();
+  const found = new Set(rows.map((r) => r.task_id));
+  return wellFormed.filter((id) => found.has(id));
 }

@@ -1,0 +1,118 @@
+import { z } from 'zod';
+import { coerceError } from '../../log.ts';
+import { toDetailedTask } from '../../tasks/store/view.ts';
+import type { MethodHandler, RequestContext } from '../context.ts';
+import { missingTasksExtension, ProtocolError, ProtocolErrorCode } from '../errors.ts';
+import type { ServerDeps } from '../server-deps.ts';
+import { META_SUBSCRIPTION_ID } from '../wire.ts';
+import { declaresTasks } from './tasks.ts';
+
+const FilterSchema = z
+  .object({
+    toolsListChanged: z.boolean().optional(),
+    promptsListChanged: z.boolean().optional(),
+    resourcesListChanged: z.boolean().optional(),
+    resourceSubscriptions: z.array(z.string()).max(1000).optional(),
+    taskIds: z.array(z.string()).max(1000).optional(),
+  })
+  .loose();
+const ListenParamsSchema = z.object({ notifications: FilterSchema.default({}) }).loose();
+
+const LIST_FLAG = {
+  tools: 'toolsListChanged',
+  prompts: 'promptsListChanged',
+  resources: 'resourcesListChanged',
+} as const;
+
+/**
+ * subscriptions/listen: an SSE stream that opens with the acknowledgement (the honoured filter), then
+ * carries only what the client asked for: list changes, resource updates, and `notifications/tasks` with
+ * the full DetailedTask of the principal's own tasks. Changes arrive through the process's LISTEN
+ * connection from whichever process made them; a periodic re-read covers lost notifications.
+ */
+export function subscriptionsListen(deps: ServerDeps): MethodHandler {
+  return async (ctx: RequestContext) => {
+    const { notifications: filter } = ListenParamsSchema.parse(ctx.params);
+    if (filter.taskIds !== undefined && !declaresTasks(ctx)) throw missingTasksExtension();
+    const feed = deps.feed;
+    const notify = ctx.notify;
+    if (feed === undefined || notify === undefined) {
+      throw new ProtocolError(ProtocolErrorCode.InternalError, 'Subscriptions are not available');
+    }
+    const subscriptionId = ctx.id;
+    const meta = { [META_SUBSCRIPTION_ID]: subscriptionId };
+
+    const honoured: Record<string, unknown> = {};
+    for (const [kind, flag] of Object.entries(LIST_FLAG)) {
+      const supported =
+        kind === 'tools' || (kind === 'prompts' ? !deps.prompts.empty : !deps.resources.empty);
+      if (filter[flag] === true && supported) honoured[flag] = true;
+    }
+    const resourceUris = new Set(deps.resources.empty ? [] : (filter.resourceSubscriptions ?? []));
+    if (filter.resourceSubscriptions !== undefined && !deps.resources.empty)
+      honoured.resourceSubscriptions = [...resourceUris];
+    const taskIds = filter.taskIds === undefined ? [] : await deps.tasks.owned(filter.taskIds, ctx.principal);
+    if (filter.taskIds !== undefined) honoured.taskIds = taskIds;
+
+    // One ordered queue per stream: notifications never overtake each other or the acknowledgement.
+    let queue: Promise<void> = Promise.resolve();
+    const send = (method: string, params: Record<string, unknown> = {}) => {
+      queue = queue
+        .then(() => notify({ method, params: { ...params, _meta: meta } }))
+        .catch((err: unknown) =>
+          ctx.log.debug('subscription send failed', { error: coerceError(err).message }),
+        );
+    };
+    send('notifications/subscriptions/acknowledged', { notifications: honoured });
+
+    const lastSent = new Map<string, string>();
+    const refresh = (taskId: string) => {
+      queue = queue.then(async () => {
+        try {
+          const view = await deps.tasks.get(taskId, ctx.principal);
+          const detailed = toDetailedTask(view);
+          const fingerprint = JSON.stringify(detailed);
+          if (lastSent.get(taskId) === fingerprint) return;
+          lastSent.set(taskId, fingerprint);
+          await notify({ method: 'notifications/tasks', params: { ...detailed, _meta: meta } });
+        } catch (err) {
+          ctx.log.debug('task notification skipped', { taskId, error: coerceError(err).message });
+        }
+      });
+    };
+    const watched = new Set(taskIds);
+    const refreshAll = () => watched.forEach(refresh);
+
+    const unsubscribe = [
+      feed.on('task', (taskId) => {
+        if (watched.has(taskId)) refresh(taskId);
+      }),
+      feed.on('list', (kind) => {
+        const flag = LIST_FLAG[kind as keyof typeof LIST_FLAG];
+        if (flag !== undefined && honoured[flag] === true) send(`notifications/${kind}/list_changed`);
+      }),
+      feed.on('resource', (uri) => {
+        if (resourceUris.has(uri)) send('notifications/resources/updated', { uri });
+      }),
+      feed.onResync(refreshAll),
+    ];
+    // The current state first, so that a change just before the subscription is not missed.
+    refreshAll();
+    const backstop = watched.size > 0 ? setInterval(refreshAll, deps.subscriptionPollMs) : undefined;
+
+    try {
+      await new Promise<void>((resolve) => {
+        if (ctx.signal.aborted || deps.shutdown.aborted) return resolve();
+        ctx.signal.addEventListener('abort', () => resolve(), { once: true });
+        deps.shutdown.addEventListener('abort', () => resolve(), { once: true });
+      });
+    } finally {
+      clearInterval(backstop);
+      for (const off of unsubscribe) off();
+    }
+    await queue;
+    if (ctx.signal.aborted) throw new Error('subscription closed by the client');
+    // Shutting down: the graceful end is a result for the listen request.
+    return { resultType: 'complete', _meta: meta };
+  };
+}

@@ -1,0 +1,51 @@
+import { createToolContext } from '../tools/context.ts';
+import type { ToolContext } from '../tools/define.ts';
+import { createSyncRuntime, InputRequiredSignal } from '../tools/sync-runtime.ts';
+import type { MethodResult, RequestContext } from './context.ts';
+import type { ServerDeps } from './server-deps.ts';
+import { InputResponsesSchema, META_CLIENT_CAPABILITIES, META_LOG_LEVEL } from './wire.ts';
+
+export type MrtrOutcome<T> = { done: true; value: T } | { done: false; result: MethodResult };
+
+/**
+ * Runs `fn` synchronously with MRTR: earlier answers come back through the integrity-protected
+ * `requestState`, this round's through `inputResponses`; missing ones yield an InputRequiredResult.
+ */
+export async function runWithMrtr<T>(
+  deps: Pick<ServerDeps, 'requestState' | 'events'>,
+  ctx: RequestContext,
+  binding: { request: string; arguments: unknown },
+  fn: (toolCtx: ToolContext) => Promise<T>,
+): Promise<MrtrOutcome<T>> {
+  const { requestState, inputResponses } = ctx.params;
+  const bound = { principal: ctx.principal, ...binding };
+  const responses = {
+    ...(typeof requestState === 'string' ? deps.requestState.open(requestState, bound) : {}),
+    ...(inputResponses === undefined || inputResponses === null
+      ? {}
+      : InputResponsesSchema.parse(inputResponses)),
+  };
+  const runtime = createSyncRuntime({
+    principal: ctx.principal,
+    clientCapabilities: ctx.meta[META_CLIENT_CAPABILITIES],
+    signal: ctx.signal,
+    events: deps.events,
+    responses,
+    progressToken: ctx.meta.progressToken,
+    logLevel: ctx.meta[META_LOG_LEVEL],
+    notify: ctx.notify,
+  });
+  try {
+    return { done: true, value: await fn(createToolContext(runtime)) };
+  } catch (err) {
+    if (!(err instanceof InputRequiredSignal)) throw err;
+    return {
+      done: false,
+      result: {
+        resultType: 'input_required',
+        inputRequests: err.inputRequests,
+        requestState: deps.requestState.seal(bound, responses),
+      },
+    };
+  }
+}
