@@ -58,7 +58,7 @@ export function validateParamHeaders(
     const equal =
       typeof value === 'number'
         ? decoded.trim() !== '' && Number(decoded) === value
-        : decoded === String(value);
+        : (typeof value === 'string' || typeof value === 'boolean') && decoded === String(value);
     if (!equal) throw mismatch(`header ${name} does not match the body value at ${param.path.join('.')}`);
   }
 }
