@@ -136,8 +136,10 @@ const triggerPromptChange = defineTool({
   },
 });
 
-const nameOf = (r: { content?: unknown }) =>
-  String((r.content as { name?: unknown } | undefined)?.name ?? '');
+const nameOf = (r: { content?: unknown }) => {
+  const name = (r.content as { name?: unknown } | undefined)?.name;
+  return typeof name === 'string' ? name : '';
+};
 
 const irElicitation = defineTool({
   name: 'test_input_required_result_elicitation',
