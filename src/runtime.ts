@@ -161,14 +161,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         const s = server;
         // Stop accepting first; requests in flight finish before the database goes away. Open
         // subscriptions are ended first, with their graceful result.
-        cleanups.push(
-          () =>
-            new Promise<void>((resolve) => {
-              shutdown.abort();
-              s.close(() => resolve());
-              (s as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
-            }),
-        );
+        cleanups.push(() => closeServer(s as unknown as ClosableServer, shutdown, config.SHUTDOWN_GRACE_MS));
         log.info('listening', { url });
       }
     }
@@ -177,4 +170,32 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     await stop();
     throw err;
   }
+}
+
+interface ClosableServer {
+  close(cb: () => void): void;
+  closeIdleConnections(): void;
+  closeAllConnections(): void;
+}
+
+/**
+ * Stops accepting connections, ends subscriptions (they send their graceful result), closes each
+ * keep-alive connection as soon as it is idle, and after `graceMs` closes whatever is left.
+ */
+async function closeServer(
+  server: ClosableServer,
+  shutdown: AbortController,
+  graceMs: number,
+): Promise<void> {
+  shutdown.abort();
+  await new Promise<void>((resolve) => {
+    const idle = setInterval(() => server.closeIdleConnections(), 50);
+    const force = setTimeout(() => server.closeAllConnections(), graceMs);
+    server.close(() => {
+      clearInterval(idle);
+      clearTimeout(force);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
 }

@@ -103,7 +103,25 @@ export const expiring = defineTool({
   },
 });
 
+/** Two questions one after the other: the second gets its own key, the first is never asked again. */
+export const sequentialQuestions = defineTool({
+  name: 'sequential_questions',
+  description: 'asks q1, then q2 (test tool)',
+  inputSchema: z.object({}),
+  taskSupport: 'required',
+  async handler(_args, ctx) {
+    const one = await ctx.elicit('q1', form('One?', 'a'));
+    const two = await ctx.elicit('q2', form('Two?', 'b'));
+    return {
+      content: [
+        { type: 'text', text: `${(one.content as { a: string }).a}${(two.content as { b: string }).b}` },
+      ],
+    };
+  },
+});
+
 export const TEST_TOOLS = [
+  sequentialQuestions,
   twoQuestions,
   stepper,
   crashOnce,

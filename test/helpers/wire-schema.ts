@@ -3,6 +3,7 @@ import {
   CancelTaskResultV2Schema,
   CreateTaskResultV2Schema,
   GetTaskResultV2Schema,
+  TaskStatusNotificationV2Schema,
   UpdateTaskResultV2Schema,
 } from '@modelcontextprotocol/ext-tasks/core/v2';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
@@ -44,6 +45,17 @@ const ERROR_DEFS: Record<number, string> = {
 const RESULT_DEFS: Record<string, string> = {
   'server/discover': 'DiscoverResult',
   'tools/list': 'ListToolsResult',
+  'subscriptions/listen': 'SubscriptionsListenResult',
+};
+
+const NOTIFICATION_DEFS: Record<string, string> = {
+  'notifications/progress': 'ProgressNotification',
+  'notifications/message': 'LoggingMessageNotification',
+  'notifications/subscriptions/acknowledged': 'SubscriptionsAcknowledgedNotification',
+  'notifications/tools/list_changed': 'ToolListChangedNotification',
+  'notifications/prompts/list_changed': 'PromptListChangedNotification',
+  'notifications/resources/list_changed': 'ResourceListChangedNotification',
+  'notifications/resources/updated': 'ResourceUpdatedNotification',
 };
 
 const TASK_RESULT_SCHEMAS: Record<string, ZodType> = {
@@ -71,9 +83,14 @@ export function assertWireValid(method: string, message: unknown): void {
   if (m.method !== undefined) {
     const v = def('JSONRPCNotification');
     if (!v.ok(message)) fail('notification', v.errors());
-    if (m.method === 'notifications/progress') {
-      const p = def('ProgressNotification');
-      if (!p.ok(message)) fail('progress notification', p.errors());
+    const specific = NOTIFICATION_DEFS[m.method];
+    if (specific !== undefined) {
+      const p = def(specific);
+      if (!p.ok(message)) fail(specific, p.errors());
+    }
+    if (m.method === 'notifications/tasks') {
+      const r = TaskStatusNotificationV2Schema.safeParse(message);
+      if (!r.success) fail('notifications/tasks', r.error.issues);
     }
     return;
   }

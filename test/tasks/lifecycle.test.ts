@@ -125,6 +125,29 @@ describe('input_required', () => {
     expect(await mcp.getTask(taskId)).toEqual(before);
   });
 
+  it('never reuses an input key within a task: a later request gets a new key', async () => {
+    const taskId = await start('sequential_questions');
+    expect(Object.keys((await waitInput(taskId)).inputRequests)).toEqual(['q1']);
+    await mcp.result('tasks/update', { taskId, inputResponses: { q1: accept({ a: '1' }) } });
+    const second = await mcp.waitForTask(
+      taskId,
+      (t) => t.status === 'input_required' && 'q2' in t.inputRequests,
+    );
+    expect(Object.keys(second.inputRequests)).toEqual(['q2']);
+    // Answering the old key again changes nothing.
+    await mcp.result('tasks/update', { taskId, inputResponses: { q1: accept({ a: 'x' }) } });
+    expect(Object.keys((await mcp.getTask(taskId)).inputRequests)).toEqual(['q2']);
+    await mcp.result('tasks/update', { taskId, inputResponses: { q2: accept({ b: '2' }) } });
+    expect((await mcp.waitForTask(taskId)).result.content[0].text).toBe('12');
+    const keys = await tdb.db
+      .selectFrom('task_input_requests')
+      .select('key')
+      .where('task_id', '=', taskId)
+      .orderBy('key')
+      .execute();
+    expect(keys.map((k) => k.key)).toEqual(['q1', 'q2']);
+  });
+
   it('replays the handler after input without repeating a finished step', async () => {
     const taskId = await start('stepper', { tag: 'replay' });
     await waitInput(taskId);
