@@ -27,11 +27,12 @@ const ConfigSchema = z.object({
   TASK_RETRY_LIMIT: intFromEnv(2),
   TASK_RETRY_DELAY_SECONDS: intFromEnv(1),
   WORKER_CONCURRENCY: intFromEnv(4, 1),
-  WORKER_POLL_INTERVAL_SECONDS: z.coerce.number().min(0.5).default(0.5),
-  /** How often a worker checks its running tasks for cancel requests and lost leases. */
-  CANCEL_CHECK_INTERVAL_MS: intFromEnv(250, 10),
-  /** A running attempt's lease; renewed while it runs, reclaimable by another worker once it lapses. */
-  LEASE_MS: intFromEnv(30_000, 1000),
+  /** Idle workers fetch at once on a NOTIFY; this backstop poll covers lost wake-ups and delayed retries. */
+  WORKER_POLL_INTERVAL_MS: intFromEnv(5_000, 10),
+  /** Backstop re-check of running tasks for cancel requests and lost leases (a NOTIFY makes it immediate). */
+  CANCEL_CHECK_INTERVAL_MS: intFromEnv(1_000, 10),
+  /** A running attempt's lease; renewed every third of it, reclaimable by another worker once it lapses. */
+  LEASE_MS: intFromEnv(15_000, 300),
   /** How long graceful shutdown lets running handlers finish before handing their tasks back. */
   SHUTDOWN_GRACE_MS: intFromEnv(10_000),
   STATUS_THROTTLE_MS: intFromEnv(250),

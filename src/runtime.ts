@@ -86,10 +86,12 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     boss.on('error', (err) => log.error('pg-boss error', { error: coerceError(err).message }));
     await boss.start();
     cleanups.push(() => boss.stop({ graceful: true, timeout: config.SHUTDOWN_GRACE_MS, close: true }));
-    await ensureRunQueue(boss, {
-      retryLimit: config.TASK_RETRY_LIMIT,
-      retryDelaySeconds: config.TASK_RETRY_DELAY_SECONDS,
-    });
+    await ensureRunQueue(boss);
+
+    // One LISTEN connection per process: task changes, new runs, list changes.
+    const feed = new ChangeFeed(connectionString, log);
+    await feed.start();
+    cleanups.push(() => feed.stop());
 
     const tools = new ToolRegistry(opts.tools);
     const queue = new BossTaskQueue(boss);
@@ -100,14 +102,18 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         db,
         boss,
         queue,
+        feed,
         tools,
         events,
         log,
         concurrency: config.WORKER_CONCURRENCY,
-        pollIntervalSeconds: config.WORKER_POLL_INTERVAL_SECONDS,
+        pollIntervalMs: config.WORKER_POLL_INTERVAL_MS,
         leaseMs: config.LEASE_MS,
         cancelCheckIntervalMs: config.CANCEL_CHECK_INTERVAL_MS,
         statusThrottleMs: config.STATUS_THROTTLE_MS,
+        retryLimit: config.TASK_RETRY_LIMIT,
+        retryDelaySeconds: config.TASK_RETRY_DELAY_SECONDS,
+        shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
         sweepIntervalMs: config.SWEEP_INTERVAL_MS,
         sweepBatchSize: config.SWEEP_BATCH_SIZE,
         purgeGraceMs: config.TASK_PURGE_GRACE_MS,
@@ -121,9 +127,6 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     let url: string | undefined;
     if (role !== 'worker') {
       const secret = config.REQUEST_STATE_SECRET ?? (await sharedSecret(db, 'request-state'));
-      const feed = new ChangeFeed(connectionString, log);
-      await feed.start();
-      cleanups.push(() => feed.stop());
       const shutdown = new AbortController();
       const deps: ServerDeps = {
         serverInfo: { name: config.SERVER_NAME, version: opts.serverVersion ?? '0.1.0' },

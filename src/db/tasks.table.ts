@@ -22,6 +22,8 @@ export interface TasksTable {
   last_updated_at: Timestamp;
   expires_at: NullableTimestamp;
   attempt: Generated<number>;
+  /** Handler crashes so far: the retry budget. */
+  failures: Generated<number>;
   leased_by: string | null;
   lease_expires_at: NullableTimestamp;
   cancel_requested_at: NullableTimestamp;

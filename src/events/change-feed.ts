@@ -5,6 +5,8 @@ import { coerceError, type Logger } from '../log.ts';
 /** Channels Postgres NOTIFYs on: task rows (by trigger), list changes and resource updates. */
 export const CHANNELS = {
   task: 'mcp_task_changes',
+  /** A run of a task was enqueued: idle workers fetch at once. */
+  run: 'mcp_task_runs',
   list: 'mcp_list_changed',
   resource: 'mcp_resource_updated',
 } as const;
@@ -90,13 +92,4 @@ export class ChangeFeed {
       }
     }
   }
-}
-
-/** Publishes a list change or resource update to every instance (a NOTIFY through `query`). */
-export async function publish(
-  query: (text: string, values: unknown[]) => Promise<unknown>,
-  channel: Exclude<Channel, 'task'>,
-  payload: string,
-): Promise<void> {
-  await query('select pg_notify($1, $2)', [CHANNELS[channel], payload]);
 }

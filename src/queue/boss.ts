@@ -1,10 +1,15 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { fromKysely, PgBoss } from 'pg-boss';
 import { z } from 'zod';
 import type { Database } from '../db/database.ts';
+import { CHANNELS } from '../events/change-feed.ts';
 import type { TaskQueue } from '../tasks/service.ts';
 
-/** The queue of task execution legs: a first run, a resume after input, a retry. */
+/**
+ * The queue of task execution legs: a first run, a resume after input, a retry, a hand-off. A job is
+ * only the durable message "run task X"; the worker acknowledges it as soon as it has claimed the task,
+ * and from then on the task's lease (not the job) tracks the run.
+ */
 export const RUN_QUEUE = 'task-run';
 
 export const RunJobSchema = z.object({ taskId: z.string() });
@@ -15,14 +20,14 @@ export interface BossOptions {
   /** Connections pg-boss's own pool may open. */
   max?: number;
   schema?: string;
-  /** Maintenance (supervision, expiry of stuck jobs) runs in worker processes only. */
+  /** Maintenance (expiry of stuck jobs, deletion of old ones) runs in worker processes only. */
   supervise?: boolean;
 }
 
-/** A pg-boss instance with its own bounded pool; LISTEN/NOTIFY wake-ups on, cron scheduling off. */
+/** A pg-boss instance with its own bounded pool; no cron, and no LISTEN of its own (we wake workers). */
 export function createBoss({
   connectionString,
-  max = 4,
+  max = 3,
   schema = 'pgboss',
   supervise = false,
 }: BossOptions): PgBoss {
@@ -33,24 +38,22 @@ export function createBoss({
     supervise,
     schedule: false,
     migrate: true,
-    useListenNotify: true,
+    useListenNotify: false,
     application_name: 'durable-mcp-tasks:pg-boss',
   });
 }
 
-export interface RunQueueOptions {
-  retryLimit: number;
-  retryDelaySeconds: number;
-  expireInSeconds?: number;
-}
-
 /** Creates (or updates) the run queue; safe when several processes start at once. */
-export async function ensureRunQueue(boss: PgBoss, opts: RunQueueOptions): Promise<void> {
+export async function ensureRunQueue(boss: PgBoss): Promise<void> {
   const options = {
-    retryLimit: opts.retryLimit,
-    retryDelay: opts.retryDelaySeconds,
-    expireInSeconds: opts.expireInSeconds ?? 15 * 60,
-    notify: true,
+    // Delivery retries, for a worker that died between fetching a job and claiming its task.
+    retryLimit: 10,
+    retryDelay: 1,
+    retryBackoff: true,
+    retryDelayMax: 60,
+    // A job is active only from fetch to claim, a few milliseconds; a minute means its worker died.
+    expireInSeconds: 60,
+    deleteAfterSeconds: 24 * 3600,
   };
   const existing = await boss.getQueue(RUN_QUEUE);
   if (existing === null) {
@@ -72,8 +75,18 @@ export class BossTaskQueue implements TaskQueue {
     this.#boss = boss;
   }
 
-  async enqueueRun(executor: Kysely<Database>, taskId: string): Promise<void> {
+  async enqueueRun(
+    executor: Kysely<Database>,
+    taskId: string,
+    opts: { delaySeconds?: number } = {},
+  ): Promise<void> {
     const payload: RunJob = { taskId };
-    await this.#boss.send(RUN_QUEUE, payload, { db: fromKysely(executor) });
+    const delay = opts.delaySeconds ?? 0;
+    await this.#boss.send(RUN_QUEUE, payload, {
+      db: fromKysely(executor),
+      ...(delay > 0 ? { startAfter: delay } : {}),
+    });
+    // Wakes idle workers at commit; a delayed run is found by the worker that scheduled it, or the poll.
+    if (delay === 0) await sql`select pg_notify(${CHANNELS.run}, ${taskId})`.execute(executor);
   }
 }

@@ -5,11 +5,12 @@ import { coerceError, type Logger } from '../log.ts';
 import { ProtocolError, ProtocolErrorCode } from '../protocol/errors.ts';
 import { createToolContext } from '../tools/context.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
+import type { TaskQueue } from './service.ts';
 import { finishAttempt, settleCancelRequest } from './store/finish.ts';
 import { loadInputs } from './store/input.ts';
 import { claimTask, LeaseLostError, releaseTask } from './store/lease.ts';
 import { loadSteps } from './store/steps.ts';
-import { createTaskRuntime, TaskSuspendedSignal } from './task-runtime.ts';
+import { createTaskRuntime, HandoffSignal, TaskSuspendedSignal } from './task-runtime.ts';
 
 /** Why a running attempt's signal fired. */
 export class CancelRequestedError extends Error {
@@ -25,38 +26,40 @@ export type RunningAttempts = Map<string, { attempt: number; abort: AbortControl
 export interface ExecutorDeps {
   db: Kysely<Database>;
   tools: ToolRegistry;
+  queue: TaskQueue;
   workerId: string;
   leaseMs: number;
   statusThrottleMs: number;
+  /** Crash retries before a task fails, and the delay before each. */
+  retryLimit: number;
+  retryDelaySeconds: number;
   running: RunningAttempts;
+  /** True while the process shuts down: a handler is handed back at its next step. */
+  draining: () => boolean;
+  /** Asks the pool to fetch again after `ms` (a delayed retry it scheduled itself). */
+  scheduleWake?: (ms: number) => void;
   events?: ServerEvents | undefined;
   log: Logger;
 }
 
 export interface LegOptions {
   taskId: string;
-  /** Retries pg-boss has made of this job so far, and how many it may make. */
-  retryCount: number;
-  retryLimit: number;
-}
-
-/** Thrown out of a leg so that pg-boss retries the job (after an unexpected crash of the handler). */
-export class RetryableTaskError extends Error {
-  override readonly name = 'RetryableTaskError';
+  /** Acknowledges the delivery (the pg-boss job) once the task is claimed, or found not runnable. */
+  ack: () => Promise<void>;
 }
 
 /**
- * Runs one leg of a task: claim (new attempt), replay the handler with its checkpoints, and settle the
- * outcome with a fenced write. A leg ends at completion, at a request for input, or at a cancel.
+ * Runs one leg of a task: claim (a new attempt, fenced by its number), acknowledge the delivery, replay
+ * the handler with its checkpoints, and settle the outcome with one fenced write. A leg ends at
+ * completion, at a request for input, at a cancel, at a crash (re-enqueued while retries remain), or at
+ * a hand-off when the worker shuts down (re-enqueued at once).
  */
-export async function runTaskLeg(
-  deps: ExecutorDeps,
-  { taskId, retryCount, retryLimit }: LegOptions,
-): Promise<void> {
-  const { db, tools, log: baseLog } = deps;
+export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions): Promise<void> {
+  const { db, tools, queue, log: baseLog } = deps;
   const claimed = await claimTask(db, taskId, deps.workerId, deps.leaseMs);
+  await ack();
   if (claimed === undefined) {
-    // Not runnable: finished, waiting for input, or cancelled while queued.
+    // Not runnable: finished, waiting for input, held by a live attempt, or cancelled while queued.
     await settleCancelRequest(db, taskId);
     return;
   }
@@ -64,6 +67,17 @@ export async function runTaskLeg(
   const log = baseLog.scope({ taskId });
   const fail = (error: ProtocolError, statusMessage: string) =>
     finishAttempt(db, taskId, attempt, { status: 'failed', error: error.toJSON(), statusMessage });
+  const handBack = (opts: { failed: boolean; delaySeconds: number }) =>
+    db
+      .transaction()
+      .execute(async (trx) => {
+        if (await releaseTask(trx, taskId, attempt, { failed: opts.failed })) {
+          await queue.enqueueRun(trx, taskId, { delaySeconds: opts.delaySeconds });
+        }
+      })
+      .then(() => {
+        if (opts.delaySeconds > 0) deps.scheduleWake?.(opts.delaySeconds * 1000 + 50);
+      });
 
   if (!tools.has(claimed.toolName)) {
     await fail(
@@ -84,61 +98,68 @@ export async function runTaskLeg(
 
   const abort = new AbortController();
   deps.running.set(taskId, { attempt, abort });
-  const [steps, inputs] = await Promise.all([loadSteps(db, taskId), loadInputs(db, taskId)]);
-  const runtime = createTaskRuntime({
-    db,
-    task: claimed,
-    steps,
-    inputs,
-    signal: abort.signal,
-    events: deps.events,
-    statusThrottleMs: deps.statusThrottleMs,
-    log,
-  });
   try {
-    const result = await tool.handler(args.data, createToolContext(runtime));
-    await runtime.flush();
-    const done = await finishAttempt(db, taskId, attempt, {
-      status: 'completed',
-      result: { ...result, resultType: 'complete' },
+    const [steps, inputs] = await Promise.all([loadSteps(db, taskId), loadInputs(db, taskId)]);
+    const runtime = createTaskRuntime({
+      db,
+      task: claimed,
+      steps,
+      inputs,
+      signal: abort.signal,
+      draining: deps.draining,
+      events: deps.events,
+      statusThrottleMs: deps.statusThrottleMs,
+      log,
     });
-    if (!done) log.info('attempt lost its lease before completing; result dropped', { attempt });
-  } catch (thrown) {
-    await runtime.flush();
-    if (thrown instanceof TaskSuspendedSignal) return;
-    const reason: unknown = abort.signal.aborted ? abort.signal.reason : undefined;
-    if (thrown instanceof LeaseLostError || reason instanceof LeaseLostError) {
-      // Another attempt (or the sweeper, or a cancel) owns the task now; ours must not write.
-      if (!(await settleCancelRequest(db, taskId))) log.info('attempt stopped: lease lost', { attempt });
-      return;
-    }
-    if (reason instanceof CancelRequestedError) {
-      await finishAttempt(db, taskId, attempt, {
-        status: 'cancelled',
-        statusMessage: 'Cancelled by request',
+    try {
+      const result = await tool.handler(args.data, createToolContext(runtime));
+      await runtime.flush();
+      const done = await finishAttempt(db, taskId, attempt, {
+        status: 'completed',
+        result: { ...result, resultType: 'complete' },
       });
-      return;
+      if (!done) log.info('attempt lost its lease before completing; result dropped', { attempt });
+    } catch (thrown) {
+      await runtime.flush();
+      if (thrown instanceof TaskSuspendedSignal) return;
+      const reason: unknown = abort.signal.aborted ? abort.signal.reason : undefined;
+      if (thrown instanceof LeaseLostError || reason instanceof LeaseLostError) {
+        // Another attempt (or the sweeper, or a cancel) owns the task now; ours must not write.
+        if (!(await settleCancelRequest(db, taskId))) log.info('attempt stopped: lease lost', { attempt });
+        return;
+      }
+      if (reason instanceof CancelRequestedError) {
+        await finishAttempt(db, taskId, attempt, {
+          status: 'cancelled',
+          statusMessage: 'Cancelled by request',
+        });
+        return;
+      }
+      if (thrown instanceof HandoffSignal || reason instanceof HandoffSignal) {
+        log.info('handing the task back: the worker shuts down', { attempt });
+        await handBack({ failed: false, delaySeconds: 0 });
+        return;
+      }
+      if (thrown instanceof ProtocolError) {
+        await fail(thrown, `Tool execution failed: ${thrown.message}`);
+        return;
+      }
+      const err = coerceError(thrown);
+      if (claimed.failures < deps.retryLimit) {
+        log.warn('handler crashed; the task will be retried', {
+          attempt,
+          failures: claimed.failures + 1,
+          error: err.message,
+        });
+        await handBack({ failed: true, delaySeconds: deps.retryDelaySeconds });
+        return;
+      }
+      log.error('handler crashed; no retries left', { attempt, error: err.message, stack: err.stack });
+      await fail(
+        new ProtocolError(ProtocolErrorCode.InternalError, 'Internal error'),
+        `Tool execution failed: internal error after ${claimed.failures + 1} attempts`,
+      );
     }
-    if (thrown instanceof ProtocolError) {
-      await fail(thrown, `Tool execution failed: ${thrown.message}`);
-      return;
-    }
-    const err = coerceError(thrown);
-    if (retryCount < retryLimit) {
-      log.warn('handler crashed; the job will be retried', { attempt, retryCount, error: err.message });
-      await releaseTask(db, taskId, attempt);
-      throw new RetryableTaskError(err.message, { cause: err });
-    }
-    log.error('handler crashed; no retries left', {
-      attempt,
-      retryCount,
-      error: err.message,
-      stack: err.stack,
-    });
-    await fail(
-      new ProtocolError(ProtocolErrorCode.InternalError, 'Internal error'),
-      `Tool execution failed: internal error after ${retryCount + 1} attempts`,
-    );
   } finally {
     deps.running.delete(taskId);
   }

@@ -11,7 +11,8 @@ import type { TaskView } from './store/view.ts';
 
 /** Enqueues a leg of a task's execution inside the caller's transaction. */
 export interface TaskQueue {
-  enqueueRun(executor: Kysely<Database>, taskId: string): Promise<void>;
+  /** `delaySeconds`: not before then (retries after a crash). */
+  enqueueRun(executor: Kysely<Database>, taskId: string, opts?: { delaySeconds?: number }): Promise<void>;
 }
 
 /** Tells other processes that a task changed (a wake-up hint; polling stays the backstop). */

@@ -18,12 +18,22 @@ export class TaskSuspendedSignal extends Error {
   }
 }
 
+/** Thrown at a step boundary while the worker shuts down: the task is handed to another worker. */
+export class HandoffSignal extends Error {
+  override readonly name = 'HandoffSignal';
+  constructor() {
+    super('The worker is shutting down');
+  }
+}
+
 export interface TaskRuntimeOptions {
   db: Kysely<Database>;
   task: ClaimedTask;
   steps: Map<string, unknown>;
   inputs: Map<string, { request: unknown; response: unknown }>;
   signal: AbortSignal;
+  /** True while the worker shuts down: no new step starts, the task is handed back instead. */
+  draining?: () => boolean;
   events?: ServerEvents | undefined;
   statusThrottleMs: number;
   log: Logger;
@@ -47,6 +57,7 @@ export function createTaskRuntime(opts: TaskRuntimeOptions): TaskRuntime {
     async step<T>(name: string, fn: () => Promise<T> | T): Promise<T> {
       if (steps.has(name)) return steps.get(name) as T;
       signal.throwIfAborted();
+      if (opts.draining?.() === true) throw new HandoffSignal();
       const value = await fn();
       const stored = await saveStep(db, task.taskId, task.attempt, name, value);
       steps.set(name, stored);

@@ -46,8 +46,8 @@ describe('migrations', () => {
     const bosses = instances.map(() => createBoss({ connectionString: url, max: 2 }));
     for (const boss of bosses) boss.on('error', () => {});
     await Promise.all(bosses.map((boss) => boss.start()));
-    await Promise.all(bosses.map((boss) => ensureRunQueue(boss, { retryLimit: 1, retryDelaySeconds: 0 })));
-    expect((await bosses[0]!.getQueue(RUN_QUEUE))?.retryLimit).toBe(1);
+    await Promise.all(bosses.map((boss) => ensureRunQueue(boss)));
+    expect((await bosses[0]!.getQueue(RUN_QUEUE))?.expireInSeconds).toBe(60);
     expect(await tables(instances[0]!.db)).toEqual(
       expect.arrayContaining(['tasks', 'task_input_requests', 'task_steps', 'server_secrets']),
     );

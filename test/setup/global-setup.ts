@@ -50,7 +50,7 @@ export async function setup(project: TestProject): Promise<void> {
   const boss = createBoss({ connectionString: url, max: 2 });
   boss.on('error', () => {});
   await boss.start();
-  await ensureRunQueue(boss, { retryLimit: 2, retryDelaySeconds: 0 });
+  await ensureRunQueue(boss);
   await boss.stop({ graceful: false, close: true });
 
   project.provide('adminUrl', adminUrl);

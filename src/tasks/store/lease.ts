@@ -21,6 +21,8 @@ export interface ClaimedTask {
   prepared: unknown;
   clientCapabilities: ClientCapabilities;
   attempt: number;
+  /** Handler crashes before this attempt. */
+  failures: number;
 }
 
 /**
@@ -53,6 +55,7 @@ export async function claimTask(
       'prepared',
       'client_capabilities',
       'attempt',
+      'failures',
     ])
     .executeTakeFirst();
   if (row === undefined) return undefined;
@@ -64,17 +67,33 @@ export async function claimTask(
     prepared: row.prepared ?? undefined,
     clientCapabilities: row.client_capabilities as ClientCapabilities,
     attempt: row.attempt,
+    failures: row.failures,
   };
 }
 
-/** Hands a task back (still `working`) so that a retry can claim it; fenced by attempt. */
-export async function releaseTask(db: Kysely<Database>, taskId: string, attempt: number): Promise<void> {
-  await db
+/**
+ * Hands a task back (still `working`) so that another attempt can claim it, counting a crash when
+ * `failed`; fenced by attempt. False when the attempt no longer held the task.
+ */
+export async function releaseTask(
+  db: Kysely<Database>,
+  taskId: string,
+  attempt: number,
+  { failed = false }: { failed?: boolean } = {},
+): Promise<boolean> {
+  const row = await db
     .updateTable('tasks')
-    .set({ leased_by: null, lease_expires_at: null })
+    .set((eb) => ({
+      leased_by: null,
+      lease_expires_at: null,
+      ...(failed ? { failures: eb('failures', '+', 1) } : {}),
+    }))
     .where('task_id', '=', taskId)
     .where('attempt', '=', attempt)
-    .execute();
+    .where('status', '=', 'working')
+    .returning('task_id')
+    .executeTakeFirst();
+  return row !== undefined;
 }
 
 export interface LeaseState {

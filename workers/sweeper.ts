@@ -1,0 +1,57 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../src/db/database.ts';
+import { coerceError, type Logger } from '../src/log.ts';
+import type { TaskQueue } from '../src/tasks/service.ts';
+import { reclaimExpiredLeases } from '../src/tasks/store/lease.ts';
+import { expireTasks, purgeTasks, sweepNeeded } from '../src/tasks/store/sweep.ts';
+
+export interface SweeperOptions {
+  db: Kysely<Database>;
+  queue: TaskQueue;
+  log: Logger;
+  intervalMs: number;
+  batchSize: number;
+  purgeGraceMs: number;
+}
+
+/** A bounded loop of batched statements, so a sweep's cost per run stays bounded too. */
+async function drain(batch: () => Promise<number>, batchSize: number, maxBatches = 20): Promise<number> {
+  let total = 0;
+  for (let i = 0; i < maxBatches; i++) {
+    const n = await batch();
+    total += n;
+    if (n < batchSize) break;
+  }
+  return total;
+}
+
+/**
+ * The maintenance sweep every worker runs (safe concurrently: each statement skips rows another sweeper
+ * holds): tasks whose attempt's lease lapsed are handed back and re-enqueued; expired tasks fail; expired
+ * finished tasks are purged after the grace period. A probe query first, so an idle sweep costs one read.
+ */
+export function createSweeper({ db, queue, log, intervalMs, batchSize, purgeGraceMs }: SweeperOptions) {
+  const reclaim = () =>
+    db.transaction().execute(async (trx) => {
+      const ids = await reclaimExpiredLeases(trx, batchSize);
+      for (const taskId of ids) await queue.enqueueRun(trx, taskId);
+      return ids.length;
+    });
+  const sweep = async () => {
+    const reclaimed = await drain(reclaim, batchSize);
+    const expired = await drain(async () => (await expireTasks(db, batchSize)).length, batchSize);
+    const purged = await drain(() => purgeTasks(db, batchSize, purgeGraceMs), batchSize);
+    if (reclaimed + expired + purged > 0) log.info('sweep', { reclaimed, expired, purged });
+    return { reclaimed, expired, purged };
+  };
+  let sweeping = false;
+  const timer = setInterval(() => {
+    if (sweeping) return;
+    sweeping = true;
+    sweepNeeded(db, purgeGraceMs)
+      .then((needed) => (needed ? sweep() : undefined))
+      .catch((err: unknown) => log.warn('sweep failed', { error: coerceError(err).message }))
+      .finally(() => (sweeping = false));
+  }, intervalMs);
+  return { sweep, stop: () => clearInterval(timer) };
+}
