@@ -3,16 +3,51 @@
  *   DATABASE_URL=postgres://… node --import tsx bench/task-latency.ts [iterations]
  * Without DATABASE_URL it uses an embedded Postgres under .data/bench-postgres.
  *
- * Baseline (same run, same process): a synchronous `echo` tools/call round trip. Measured: the
- * tools/call that creates a task (durable commit of row + job), and create → completed as seen by a
- * client polling tasks/get every 2 ms (no-op task: analyze_numbers count=1).
+ * One process (HTTP + workers, as `npm start`), a real socket, a real Postgres. Baseline, measured in the
+ * same run: a synchronous `echo` tools/call round trip. Measured against it:
+ *   - tools/call → CreateTaskResult (the row and its job committed),
+ *   - tools/call sent → the task's handler starts on a worker (NOTIFY wake-up, fetch, claim),
+ *   - tasks/cancel sent → the running handler's AbortSignal fires,
+ *   - tools/call → completed, as seen by a client polling tasks/get every 2 ms.
  */
+import { z } from 'zod';
 import { loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/log.ts';
 import { startRuntime } from '../src/runtime.ts';
+import { defineTool, type ToolDefinition } from '../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../src/tools/shipped/index.ts';
 
 const N = Number(process.argv[2] ?? 200);
+const started = new Map<string, number>();
+const aborted = new Map<string, number>();
+
+const noop = defineTool({
+  name: 'bench_noop',
+  description: 'records when it starts',
+  inputSchema: z.object({ id: z.string() }),
+  taskSupport: 'required',
+  handler: ({ id }) => {
+    started.set(id, performance.now());
+    return { content: [{ type: 'text', text: id }] };
+  },
+});
+const waiter = defineTool({
+  name: 'bench_wait',
+  description: 'waits until aborted',
+  inputSchema: z.object({ id: z.string() }),
+  taskSupport: 'required',
+  handler: async ({ id }, ctx) => {
+    started.set(id, performance.now());
+    await new Promise<void>((resolve) =>
+      ctx.signal.addEventListener('abort', () => {
+        aborted.set(id, performance.now());
+        resolve();
+      }),
+    );
+    throw ctx.signal.reason;
+  },
+});
+
 const config = loadConfig({
   ...process.env,
   PORT: '0',
@@ -20,27 +55,20 @@ const config = loadConfig({
   EMBEDDED_PG_DIR: process.env.EMBEDDED_PG_DIR ?? '.data/bench-postgres',
   EMBEDDED_PG_PORT: process.env.EMBEDDED_PG_PORT ?? '54349',
 });
-const rt = await startRuntime({ config, log: createLogger('warn'), role: 'all', tools: SHIPPED_TOOLS });
+const rt = await startRuntime({
+  config,
+  log: createLogger('warn'),
+  role: 'all',
+  tools: [...SHIPPED_TOOLS, noop, waiter] as ToolDefinition[],
+});
 const url = rt.url!;
-let id = 0;
+let seq = 0;
 
 async function call(
   method: string,
   params: Record<string, unknown>,
   name?: string,
 ): Promise<Record<string, any>> {
-  const body = {
-    jsonrpc: '2.0',
-    id: ++id,
-    method,
-    params: {
-      ...params,
-      _meta: {
-        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-        'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
-      },
-    },
-  };
   const res = await fetch(url, {
     method: 'POST',
     headers: {
@@ -50,47 +78,73 @@ async function call(
       'mcp-method': method,
       ...(name === undefined ? {} : { 'mcp-name': name }),
     },
-    body: JSON.stringify(body),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: ++seq,
+      method,
+      params: {
+        ...params,
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientCapabilities': {
+            extensions: { 'io.modelcontextprotocol/tasks': {} },
+          },
+        },
+      },
+    }),
   });
   const json = (await res.json()) as { result?: Record<string, any>; error?: unknown };
   if (json.result === undefined) throw new Error(JSON.stringify(json.error));
   return json.result;
 }
 
+const until = async (pred: () => boolean) => {
+  while (!pred()) await new Promise((r) => setTimeout(r, 0));
+};
 const pct = (xs: number[], p: number) =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 const fmt = (label: string, xs: number[], base?: number[]) =>
-  `${label.padEnd(34)} p50 ${pct(xs, 50).toFixed(2).padStart(7)} ms  p99 ${pct(xs, 99).toFixed(2).padStart(7)} ms` +
+  `${label.padEnd(38)} p50 ${pct(xs, 50).toFixed(2).padStart(7)} ms  p99 ${pct(xs, 99).toFixed(2).padStart(7)} ms` +
   (base ? `  (p50 ×${(pct(xs, 50) / pct(base, 50)).toFixed(1)} of baseline)` : '');
 
-// Warm up.
 for (let i = 0; i < 20; i++) await call('tools/call', { name: 'echo', arguments: { text: 'w' } }, 'echo');
 
 const echo: number[] = [];
 const create: number[] = [];
+const start: number[] = [];
+const cancel: number[] = [];
 const complete: number[] = [];
 for (let i = 0; i < N; i++) {
   let t = performance.now();
   await call('tools/call', { name: 'echo', arguments: { text: 'x' } }, 'echo');
   echo.push(performance.now() - t);
 
+  const id = `n${i}`;
   t = performance.now();
-  const task = await call(
-    'tools/call',
-    { name: 'analyze_numbers', arguments: { count: 1 } },
-    'analyze_numbers',
-  );
+  const task = await call('tools/call', { name: 'bench_noop', arguments: { id } }, 'bench_noop');
   create.push(performance.now() - t);
+  await until(() => started.has(id));
+  start.push(started.get(id)! - t);
   for (;;) {
     const got = await call('tasks/get', { taskId: task.taskId }, task.taskId as string);
     if (got.status === 'completed') break;
     await new Promise((r) => setTimeout(r, 2));
   }
   complete.push(performance.now() - t);
+
+  const wid = `w${i}`;
+  const running = await call('tools/call', { name: 'bench_wait', arguments: { id: wid } }, 'bench_wait');
+  await until(() => started.has(wid));
+  t = performance.now();
+  await call('tasks/cancel', { taskId: running.taskId }, running.taskId as string);
+  await until(() => aborted.has(wid));
+  cancel.push(aborted.get(wid)! - t);
 }
 
-console.log(`iterations: ${N}`);
+console.log(`iterations: ${N} (sequential, one client)`);
 console.log(fmt('baseline: sync echo round trip', echo));
 console.log(fmt('tools/call → CreateTaskResult', create, echo));
+console.log(fmt('tools/call sent → handler starts', start, echo));
+console.log(fmt('tasks/cancel sent → abort signal', cancel, echo));
 console.log(fmt('tools/call → completed (polled)', complete, echo));
 await rt.stop();
