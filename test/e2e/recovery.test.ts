@@ -1,0 +1,127 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Runtime } from '../../src/runtime.ts';
+import { expectedAnalysis } from '../helpers/analysis.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { RawMcp } from '../helpers/mcp.ts';
+import { FAST_ENV, startTestRuntime } from '../helpers/runtime.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+let tdb: TestDatabase;
+let rt: Runtime & { url: string };
+let mcp: RawMcp;
+const workers: ChildProcess[] = [];
+
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  rt = await startTestRuntime({ databaseUrl: tdb.url, role: 'server' });
+  mcp = new RawMcp(rt.url);
+});
+// Each test starts its own workers: none may linger into the next one and take its tasks.
+const killAll = async () => {
+  const live = workers.splice(0).filter((w) => w.exitCode === null && w.signalCode === null);
+  await Promise.all(live.map((w) => new Promise((resolve) => (w.once('exit', resolve), w.kill('SIGKILL')))));
+};
+afterEach(killAll);
+afterAll(async () => {
+  await killAll();
+  await rt?.stop();
+  await tdb?.drop();
+});
+
+/** A real worker process (`npm run worker`'s command) on the test database. */
+function worker(env: Record<string, string> = {}): { child: ChildProcess; exited: Promise<void> } {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, ...FAST_ENV, DATABASE_URL: tdb.url, LOG_LEVEL: 'warn', SWEEP_INTERVAL_MS: '200', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  workers.push(child);
+  return { child, exited: new Promise((resolve) => child.once('exit', () => resolve())) };
+}
+
+const steps = (taskId: string) =>
+  tdb.db
+    .selectFrom('task_steps')
+    .select(['name', 'attempt'])
+    .where('task_id', '=', taskId)
+    .orderBy('created_at')
+    .execute();
+
+const job = { count: 40_000, chunkSize: 1000, delayMsPerChunk: 100 }; // 40 durable steps, ~4 s
+
+async function startedTask(minSteps: number): Promise<string> {
+  const { taskId } = await mcp.callTool('analyze_numbers', job);
+  const deadline = Date.now() + 20_000;
+  while ((await steps(taskId)).length < minSteps) {
+    if (Date.now() > deadline) throw new Error('the task never got going');
+    await sleep(20);
+  }
+  return taskId;
+}
+
+async function expectFinishedOnce(taskId: string) {
+  const done = await mcp.waitForTask(taskId, undefined, 30_000);
+  expect(done.status).toBe('completed');
+  expect(done.result.structuredContent).toEqual(expectedAnalysis(job.count, job.chunkSize));
+  const rows = await steps(taskId);
+  // Every chunk checkpointed exactly once (the primary key forbids more), none lost.
+  expect(rows.map((r) => r.name).sort()).toEqual(Array.from({ length: 40 }, (_, i) => `chunk-${i + 1}`).sort());
+  return rows;
+}
+
+describe('crash recovery across processes', () => {
+  it('a worker killed with SIGKILL: another one takes the task over once the lease lapses and resumes it', async () => {
+    const a = worker({ LEASE_MS: '1500' });
+    const taskId = await startedTask(5);
+    a.child.kill('SIGKILL');
+    await a.exited;
+    const killedAt = Date.now();
+    const before = (await steps(taskId)).length;
+    worker({ LEASE_MS: '1500' });
+    const rows = await expectFinishedOnce(taskId);
+    // The steps done before the kill stayed done: written by the first attempt, not repeated.
+    expect(rows.slice(0, before).every((r) => r.attempt === 1)).toBe(true);
+    expect(rows.slice(before).every((r) => r.attempt === 2)).toBe(true);
+    const firstResumed = await tdb.db
+      .selectFrom('task_steps')
+      .select('created_at')
+      .where('task_id', '=', taskId)
+      .where('attempt', '=', 2)
+      .orderBy('created_at')
+      .executeTakeFirstOrThrow();
+    console.log(`SIGKILL → first step of the new attempt: ${firstResumed.created_at.getTime() - killedAt} ms (lease 1500 ms)`);
+  });
+
+  it('a worker frozen past its lease (SIGSTOP) cannot overwrite the attempt that replaced it', async () => {
+    const a = worker({ LEASE_MS: '1500' });
+    const taskId = await startedTask(5);
+    a.child.kill('SIGSTOP');
+    worker({ LEASE_MS: '1500' });
+    // The replacement takes over, then the frozen worker wakes up mid-step, still believing it runs the task.
+    await mcp.waitForTask(taskId, () => true);
+    const deadline = Date.now() + 20_000;
+    while (!(await steps(taskId)).some((r) => r.attempt === 2) && Date.now() < deadline) await sleep(20);
+    a.child.kill('SIGCONT');
+    const rows = await expectFinishedOnce(taskId);
+    const firstOfAttempt2 = rows.findIndex((r) => r.attempt === 2);
+    expect(firstOfAttempt2).toBeGreaterThan(0);
+    // After the takeover every checkpoint belongs to the new attempt: the stale one wrote nothing more.
+    expect(rows.slice(firstOfAttempt2).every((r) => r.attempt === 2)).toBe(true);
+    const row = await tdb.db.selectFrom('tasks').select('attempt').where('task_id', '=', taskId).executeTakeFirstOrThrow();
+    expect(row.attempt).toBe(2);
+  });
+
+  it('SIGTERM hands running tasks back at once instead of waiting for the lease', async () => {
+    // A lease far longer than the test: only a hand-off lets the other worker continue in time.
+    const a = worker({ LEASE_MS: '600000', SHUTDOWN_GRACE_MS: '5000' });
+    const taskId = await startedTask(5);
+    worker({ LEASE_MS: '600000' });
+    a.child.kill('SIGTERM');
+    await a.exited;
+    const rows = await expectFinishedOnce(taskId);
+    expect(rows.some((r) => r.attempt === 2)).toBe(true);
+  });
+});
