@@ -11,6 +11,10 @@ const ConfigSchema = z.object({
   EMBEDDED_PG_DIR: z.string().min(1).default('.data/postgres'),
   EMBEDDED_PG_PORT: intFromEnv(54329, 1),
   DB_POOL_MAX: intFromEnv(10, 1),
+  /** How long a query waits for a connection before it fails (-32603), e.g. while Postgres restarts. */
+  DB_CONNECT_TIMEOUT_MS: intFromEnv(5_000, 100),
+  /** pg-boss's own pool (fetching and sending run jobs). */
+  QUEUE_POOL_MAX: intFromEnv(3, 1),
   /** The principal every request runs as until authentication is configured. */
   PRINCIPAL: z.string().min(1).default('local'),
   SERVER_NAME: z.string().min(1).default('durable-mcp-tasks'),

@@ -78,11 +78,12 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       connectionString,
       max: config.DB_POOL_MAX,
       applicationName: `durable-mcp-tasks:${role}`,
+      connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
     });
     cleanups.push(() => db.destroy());
     await migrateToLatest(db);
 
-    const boss = createBoss({ connectionString, supervise: role !== 'server' });
+    const boss = createBoss({ connectionString, max: config.QUEUE_POOL_MAX, supervise: role !== 'server' });
     boss.on('error', (err) => log.error('pg-boss error', { error: coerceError(err).message }));
     await boss.start();
     cleanups.push(() => boss.stop({ graceful: true, timeout: config.SHUTDOWN_GRACE_MS, close: true }));
