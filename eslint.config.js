@@ -27,7 +27,7 @@ export default tseslint.config(
   },
   {
     // Tests read untyped wire JSON on purpose: asserting on it is their job.
-    files: ['test/**', 'bench/**'],
+    files: ['test/**', 'bench/**', 'scripts/**'],
     rules: {
       '@typescript-eslint/no-explicit-any': 'off',
       '@typescript-eslint/no-unsafe-member-access': 'off',

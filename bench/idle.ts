@@ -25,6 +25,7 @@ url.pathname = `/${name}`;
 
 let counted = 0;
 let counting = false;
+// eslint-disable-next-line @typescript-eslint/unbound-method -- re-applied with the right `this` below
 const query = pg.Client.prototype.query;
 pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
   if (counting && this !== client) counted++;

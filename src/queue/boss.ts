@@ -36,6 +36,9 @@ export function createBoss({
     max,
     schema,
     supervise,
+    // Workers check for expired deliveries often: a job is only ever active for milliseconds, so an
+    // active one past its expiry means its worker died between fetching it and claiming the task.
+    ...(supervise ? { superviseIntervalSeconds: 5, monitorIntervalSeconds: 5 } : {}),
     schedule: false,
     migrate: true,
     useListenNotify: false,
@@ -47,12 +50,12 @@ export function createBoss({
 export async function ensureRunQueue(boss: PgBoss): Promise<void> {
   const options = {
     // Delivery retries, for a worker that died between fetching a job and claiming its task.
-    retryLimit: 10,
+    retryLimit: 20,
     retryDelay: 1,
     retryBackoff: true,
     retryDelayMax: 60,
-    // A job is active only from fetch to claim, a few milliseconds; a minute means its worker died.
-    expireInSeconds: 60,
+    // A job is active only from fetch to claim, a few milliseconds; ten seconds means its worker died.
+    expireInSeconds: 10,
     deleteAfterSeconds: 24 * 3600,
   };
   const existing = await boss.getQueue(RUN_QUEUE);

@@ -47,7 +47,7 @@ describe('migrations', () => {
     for (const boss of bosses) boss.on('error', () => {});
     await Promise.all(bosses.map((boss) => boss.start()));
     await Promise.all(bosses.map((boss) => ensureRunQueue(boss)));
-    expect((await bosses[0]!.getQueue(RUN_QUEUE))?.expireInSeconds).toBe(60);
+    expect((await bosses[0]!.getQueue(RUN_QUEUE))?.expireInSeconds).toBe(10);
     expect(await tables(instances[0]!.db)).toEqual(
       expect.arrayContaining(['tasks', 'task_input_requests', 'task_steps', 'server_secrets']),
     );

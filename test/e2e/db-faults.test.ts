@@ -7,6 +7,7 @@ import { createLogger } from '../../src/log.ts';
 import type { Runtime } from '../../src/runtime.ts';
 import { expectedAnalysis } from '../helpers/analysis.ts';
 import { RawMcp } from '../helpers/mcp.ts';
+import { freePort } from '../helpers/ports.ts';
 import { startTestRuntime } from '../helpers/runtime.ts';
 
 // A Postgres of this test's own, so that it can be stopped and started under load.
@@ -14,7 +15,7 @@ const dir = mkdtempSync(path.join(tmpdir(), 'mcp-dbfault-'));
 chmodSync(dir, 0o755);
 const pgOptions = {
   dataDir: path.join(dir, 'pg'),
-  port: 56_000 + Math.floor(Math.random() * 3000),
+  port: await freePort(),
   database: 'faults',
   log: createLogger('warn'),
 };
@@ -26,7 +27,12 @@ beforeAll(async () => {
   postgres = await startEmbeddedPostgres(pgOptions);
   rt = await startTestRuntime({
     databaseUrl: postgres.connectionString,
-    env: { LEASE_MS: '1500', SWEEP_INTERVAL_MS: '200', DB_CONNECT_TIMEOUT_MS: '1000', WORKER_POLL_INTERVAL_MS: '500' },
+    env: {
+      LEASE_MS: '1500',
+      SWEEP_INTERVAL_MS: '200',
+      DB_CONNECT_TIMEOUT_MS: '1000',
+      WORKER_POLL_INTERVAL_MS: '500',
+    },
   });
   mcp = new RawMcp(rt.url);
 }, 120_000);
@@ -39,7 +45,11 @@ afterAll(async () => {
 describe('a Postgres restart under load', () => {
   it('fails requests fast during the outage, reconnects by itself, and loses no acknowledged task', async () => {
     const waiting = await mcp.callTool('confirm_action', { action: 'outlive the outage' });
-    const job = await mcp.callTool('analyze_numbers', { count: 30_000, chunkSize: 1000, delayMsPerChunk: 100 });
+    const job = await mcp.callTool('analyze_numbers', {
+      count: 30_000,
+      chunkSize: 1000,
+      delayMsPerChunk: 100,
+    });
     await mcp.waitForTask(waiting.taskId, (t) => t.status === 'input_required');
     await mcp.waitForTask(job.taskId, (t) => /^chunk \d+\/30$/.test(t.statusMessage ?? ''));
 
@@ -53,9 +63,9 @@ describe('a Postgres restart under load', () => {
       const error = await mcp.error(method, params);
       expect(error).toMatchObject({ code: -32603, message: 'Internal error' });
     }
-    expect((await mcp.result('tools/call', { name: 'echo', arguments: { text: 'still here' } })).content[0].text).toBe(
-      'still here',
-    );
+    expect(
+      (await mcp.result('tools/call', { name: 'echo', arguments: { text: 'still here' } })).content[0].text,
+    ).toBe('still here');
 
     postgres = await startEmbeddedPostgres(pgOptions);
     // Back without a restart of ours: the running job resumes from its checkpoints and finishes.
@@ -67,7 +77,9 @@ describe('a Postgres restart under load', () => {
       taskId: waiting.taskId,
       inputResponses: { confirm: { action: 'accept', content: { confirm: true } } },
     });
-    expect((await mcp.waitForTask(waiting.taskId)).result.content[0].text).toBe('confirmed: outlive the outage');
+    expect((await mcp.waitForTask(waiting.taskId)).result.content[0].text).toBe(
+      'confirmed: outlive the outage',
+    );
     // New work flows again.
     const fresh = await mcp.callTool('analyze_numbers', { count: 100 });
     expect((await mcp.waitForTask(fresh.taskId)).status).toBe('completed');

@@ -6,12 +6,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { expectedAnalysis } from '../helpers/analysis.ts';
 import { RawMcp } from '../helpers/mcp.ts';
+import { freePort } from '../helpers/ports.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const dir = mkdtempSync(path.join(tmpdir(), 'mcp-start-'));
 chmodSync(dir, 0o755); // as root, Postgres runs as the postgres user, who must reach its data
 const dataDir = path.join(dir, 'postgres');
-const pgPort = String(55_000 + Math.floor(Math.random() * 5000));
+const pgPort = String(await freePort());
 const children: ChildProcess[] = [];
 
 afterAll(async () => {

@@ -35,7 +35,14 @@ afterAll(async () => {
 function worker(env: Record<string, string> = {}): { child: ChildProcess; exited: Promise<void> } {
   const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, ...FAST_ENV, DATABASE_URL: tdb.url, LOG_LEVEL: 'warn', SWEEP_INTERVAL_MS: '200', ...env },
+    env: {
+      ...process.env,
+      ...FAST_ENV,
+      DATABASE_URL: tdb.url,
+      LOG_LEVEL: 'warn',
+      SWEEP_INTERVAL_MS: '200',
+      ...env,
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   workers.push(child);
@@ -68,7 +75,9 @@ async function expectFinishedOnce(taskId: string) {
   expect(done.result.structuredContent).toEqual(expectedAnalysis(job.count, job.chunkSize));
   const rows = await steps(taskId);
   // Every chunk checkpointed exactly once (the primary key forbids more), none lost.
-  expect(rows.map((r) => r.name).sort()).toEqual(Array.from({ length: 40 }, (_, i) => `chunk-${i + 1}`).sort());
+  expect(rows.map((r) => r.name).sort()).toEqual(
+    Array.from({ length: 40 }, (_, i) => `chunk-${i + 1}`).sort(),
+  );
   return rows;
 }
 
@@ -92,7 +101,9 @@ describe('crash recovery across processes', () => {
       .where('attempt', '=', 2)
       .orderBy('created_at')
       .executeTakeFirstOrThrow();
-    console.log(`SIGKILL → first step of the new attempt: ${firstResumed.created_at.getTime() - killedAt} ms (lease 1500 ms)`);
+    console.log(
+      `SIGKILL → first step of the new attempt: ${firstResumed.created_at.getTime() - killedAt} ms (lease 1500 ms)`,
+    );
   });
 
   it('a worker frozen past its lease (SIGSTOP) cannot overwrite the attempt that replaced it', async () => {
@@ -110,7 +121,11 @@ describe('crash recovery across processes', () => {
     expect(firstOfAttempt2).toBeGreaterThan(0);
     // After the takeover every checkpoint belongs to the new attempt: the stale one wrote nothing more.
     expect(rows.slice(firstOfAttempt2).every((r) => r.attempt === 2)).toBe(true);
-    const row = await tdb.db.selectFrom('tasks').select('attempt').where('task_id', '=', taskId).executeTakeFirstOrThrow();
+    const row = await tdb.db
+      .selectFrom('tasks')
+      .select('attempt')
+      .where('task_id', '=', taskId)
+      .executeTakeFirstOrThrow();
     expect(row.attempt).toBe(2);
   });
 
