@@ -203,6 +203,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     intervalMs: opts.sweepIntervalMs ?? 5_000,
     batchSize: opts.sweepBatchSize ?? 500,
     purgeGraceMs: opts.purgeGraceMs ?? 60_000,
+    idle: () => active < concurrency && !stopping,
   });
 
   return {

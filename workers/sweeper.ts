@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/database.ts';
 import { coerceError, type Logger } from '../src/log.ts';
 import type { TaskQueue } from '../src/tasks/service.ts';
-import { reclaimExpiredLeases } from '../src/tasks/store/lease.ts';
+import { reclaimExpiredLeases, redeliverStuckRuns } from '../src/tasks/store/lease.ts';
 import { expireTasks, purgeTasks, sweepNeeded } from '../src/tasks/store/sweep.ts';
 
 export interface SweeperOptions {
@@ -12,6 +12,8 @@ export interface SweeperOptions {
   intervalMs: number;
   batchSize: number;
   purgeGraceMs: number;
+  /** True when this worker has free slots: only then does it redeliver stuck runs. */
+  idle: () => boolean;
 }
 
 /** A bounded loop of batched statements, so a sweep's cost per run stays bounded too. */
@@ -27,18 +29,21 @@ async function drain(batch: () => Promise<number>, batchSize: number, maxBatches
 
 /**
  * The maintenance sweep every worker runs (safe concurrently: each statement skips rows another sweeper
- * holds): tasks whose attempt's lease lapsed are handed back and re-enqueued; expired tasks fail; expired
+ * holds): tasks whose attempt's lease lapsed are handed back and re-enqueued; queued runs past their claim
+ * deadline are redelivered (by idle workers only); expired tasks fail; expired
  * finished tasks are purged after the grace period. A probe query first, so an idle sweep costs one read.
  */
-export function createSweeper({ db, queue, log, intervalMs, batchSize, purgeGraceMs }: SweeperOptions) {
-  const reclaim = () =>
+export function createSweeper({ db, queue, log, intervalMs, batchSize, purgeGraceMs, idle }: SweeperOptions) {
+  const requeue = (select: (trx: Kysely<Database>, limit: number) => Promise<string[]>) => () =>
     db.transaction().execute(async (trx) => {
-      const ids = await reclaimExpiredLeases(trx, batchSize);
+      const ids = await select(trx, batchSize);
       for (const taskId of ids) await queue.enqueueRun(trx, taskId);
       return ids.length;
     });
   const sweep = async () => {
-    const reclaimed = await drain(reclaim, batchSize);
+    const reclaimed =
+      (await drain(requeue(reclaimExpiredLeases), batchSize)) +
+      (idle() ? await drain(requeue(redeliverStuckRuns), batchSize) : 0);
     const expired = await drain(async () => (await expireTasks(db, batchSize)).length, batchSize);
     const purged = await drain(() => purgeTasks(db, batchSize, purgeGraceMs), batchSize);
     if (reclaimed + expired + purged > 0) log.info('sweep', { reclaimed, expired, purged });

@@ -36,9 +36,6 @@ export function createBoss({
     max,
     schema,
     supervise,
-    // Workers check for expired deliveries often: a job is only ever active for milliseconds, so an
-    // active one past its expiry means its worker died between fetching it and claiming the task.
-    ...(supervise ? { superviseIntervalSeconds: 5, monitorIntervalSeconds: 5 } : {}),
     schedule: false,
     migrate: true,
     useListenNotify: false,
@@ -55,6 +52,7 @@ export async function ensureRunQueue(boss: PgBoss): Promise<void> {
     retryBackoff: true,
     retryDelayMax: 60,
     // A job is active only from fetch to claim, a few milliseconds; ten seconds means its worker died.
+    // (Our own claim deadline redelivers such a run sooner than pg-boss's hourly-ish supervision would.)
     expireInSeconds: 10,
     deleteAfterSeconds: 24 * 3600,
   };

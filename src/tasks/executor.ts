@@ -71,7 +71,9 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
     db
       .transaction()
       .execute(async (trx) => {
-        if (await releaseTask(trx, taskId, attempt, { failed: opts.failed })) {
+        if (
+          await releaseTask(trx, taskId, attempt, { failed: opts.failed, delayMs: opts.delaySeconds * 1000 })
+        ) {
           await queue.enqueueRun(trx, taskId, { delaySeconds: opts.delaySeconds });
         }
       })

@@ -2,6 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { createBoss, RUN_QUEUE } from '../../src/queue/boss.ts';
 import type { Runtime } from '../../src/runtime.ts';
 import { expectedAnalysis } from '../helpers/analysis.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -127,6 +129,30 @@ describe('crash recovery across processes', () => {
       .where('task_id', '=', taskId)
       .executeTakeFirstOrThrow();
     expect(row.attempt).toBe(2);
+  });
+
+  it('a delivery fetched by a worker that died before claiming the task is redelivered', async () => {
+    const { taskId } = await mcp.callTool('analyze_numbers', { count: 100 });
+    // The "dead worker": fetches the run job and never acknowledges it (pg-boss keeps it active).
+    const thief = createBoss({ connectionString: tdb.url, max: 1 });
+    thief.on('error', () => {});
+    await thief.start();
+    const stolen = await thief.fetch(RUN_QUEUE, { batchSize: 10 });
+    expect(stolen.map((j) => (j.data as { taskId: string }).taskId)).toContain(taskId);
+    await thief.stop({ graceful: false });
+    const jobs = await sql<{
+      state: string;
+    }>`select state from pgboss.job where data->>'taskId' = ${taskId}`.execute(tdb.db);
+    expect(jobs.rows.map((j) => j.state)).toEqual(['active']); // pg-boss alone would wait for its expiry
+    // Its claim deadline passes (REDELIVERY_MS; moved into the past here instead of waiting for it).
+    await tdb.db
+      .updateTable('tasks')
+      .set({ lease_expires_at: new Date(Date.now() - 1) })
+      .where('task_id', '=', taskId)
+      .execute();
+    worker();
+    const done = await mcp.waitForTask(taskId, undefined, 20_000);
+    expect(done.result.structuredContent).toEqual(expectedAnalysis(100, 100_000));
   });
 
   it('SIGTERM hands running tasks back at once instead of waiting for the lease', async () => {

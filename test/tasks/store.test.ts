@@ -12,7 +12,13 @@ import { requestCancel } from '../../src/tasks/store/cancel.ts';
 import { insertTask } from '../../src/tasks/store/create.ts';
 import { finishAttempt, settleCancelRequest, setStatusMessage } from '../../src/tasks/store/finish.ts';
 import { answerInputRequests, suspendForInput } from '../../src/tasks/store/input.ts';
-import { checkLeases, claimTask, LeaseLostError, reclaimExpiredLeases } from '../../src/tasks/store/lease.ts';
+import {
+  checkLeases,
+  claimTask,
+  LeaseLostError,
+  reclaimExpiredLeases,
+  redeliverStuckRuns,
+} from '../../src/tasks/store/lease.ts';
 import { getTaskView } from '../../src/tasks/store/read.ts';
 import { loadSteps, saveStep } from '../../src/tasks/store/steps.ts';
 import { expireTasks, purgeTasks } from '../../src/tasks/store/sweep.ts';
@@ -233,6 +239,25 @@ describe('guarded transitions in Postgres', () => {
     expect(reclaimed).toContain(lapsed);
     expect(reclaimed).not.toContain(live);
     expect((await claimTask(tdb.db, lapsed, 'w3', 10_000))?.attempt).toBe(2);
+  });
+
+  it('redelivers queued runs past their claim deadline, never a task some attempt holds', async () => {
+    const stuck = await newTask();
+    const held = await newTask();
+    await claimTask(tdb.db, held, 'w', 60_000);
+    const fresh = await newTask();
+    // As if the delivery of `stuck` had been fetched by a worker that died before claiming it.
+    await tdb.db
+      .updateTable('tasks')
+      .set({ lease_expires_at: new Date(Date.now() - 1000) })
+      .where('task_id', 'in', [stuck, held])
+      .execute();
+    const redelivered = await redeliverStuckRuns(tdb.db, 100);
+    expect(redelivered).toContain(stuck);
+    expect(redelivered).not.toContain(held);
+    expect(redelivered).not.toContain(fresh);
+    // Its claim deadline moved on: the next sweep does not redeliver it again at once.
+    expect(await redeliverStuckRuns(tdb.db, 100)).not.toContain(stuck);
   });
 
   it('expires non-terminal tasks past their TTL, then purges them in bounded batches', async () => {

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import type { ClientCapabilities, JsonObject } from '../../protocol/wire.ts';
+import { claimDeadline } from './lease.ts';
 import { TASK_VIEW_COLUMNS, toTaskView, type TaskView } from './view.ts';
 
 export interface NewTask {
@@ -28,6 +29,7 @@ export async function insertTask(db: Kysely<Database>, task: NewTask): Promise<T
       status: 'working',
       ttl_ms: task.ttlMs,
       poll_interval_ms: task.pollIntervalMs,
+      lease_expires_at: claimDeadline(),
       // now() is the transaction's start, the same instant created_at defaults to.
       expires_at: task.ttlMs === null ? null : sql<Date>`now() + ${task.ttlMs} * interval '1 millisecond'`,
     })

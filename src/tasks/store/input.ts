@@ -2,7 +2,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { TaskNotFoundError } from '../../protocol/errors.ts';
 import type { InputRequests, InputResponses } from '../../protocol/wire.ts';
-import { LeaseLostError } from './lease.ts';
+import { claimDeadline, LeaseLostError } from './lease.ts';
 
 export interface AnswerOutcome {
   /** How many outstanding requests this call answered. */
@@ -42,7 +42,12 @@ export async function answerInputRequests(
 
   const resumed = await trx
     .updateTable('tasks')
-    .set({ status: 'working', leased_by: null, lease_expires_at: null, last_updated_at: sql`now()` })
+    .set({
+      status: 'working',
+      leased_by: null,
+      lease_expires_at: claimDeadline(),
+      last_updated_at: sql`now()`,
+    })
     .where('task_id', '=', taskId)
     .where('status', '=', 'input_required')
     .where((eb) =>

@@ -2,6 +2,17 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import type { ClientCapabilities, JsonObject } from '../../protocol/wire.ts';
 
+/**
+ * How long a queued run may wait for a worker to claim it before it counts as stuck (its delivery was
+ * fetched by a worker that died before claiming). While no worker holds a task, `lease_expires_at` is
+ * this claim deadline; an idle worker redelivers runs past it.
+ */
+export const REDELIVERY_MS = 10_000;
+
+export function claimDeadline(delayMs = 0) {
+  return sql<Date>`now() + ${REDELIVERY_MS + delayMs} * interval '1 millisecond'`;
+}
+
 /** The attempt's fence no longer holds: another attempt took over, or the task left `working`. */
 export class LeaseLostError extends Error {
   override readonly name = 'LeaseLostError';
@@ -79,13 +90,13 @@ export async function releaseTask(
   db: Kysely<Database>,
   taskId: string,
   attempt: number,
-  { failed = false }: { failed?: boolean } = {},
+  { failed = false, delayMs = 0 }: { failed?: boolean; delayMs?: number } = {},
 ): Promise<boolean> {
   const row = await db
     .updateTable('tasks')
     .set((eb) => ({
       leased_by: null,
-      lease_expires_at: null,
+      lease_expires_at: claimDeadline(delayMs),
       ...(failed ? { failures: eb('failures', '+', 1) } : {}),
     }))
     .where('task_id', '=', taskId)
@@ -145,7 +156,7 @@ export async function checkLeases(
 export async function reclaimExpiredLeases(db: Kysely<Database>, limit: number): Promise<string[]> {
   const rows = await db
     .updateTable('tasks')
-    .set({ leased_by: null, lease_expires_at: null })
+    .set({ leased_by: null, lease_expires_at: claimDeadline() })
     .where('task_id', 'in', (eb) =>
       eb
         .selectFrom('tasks')
@@ -159,6 +170,33 @@ export async function reclaimExpiredLeases(db: Kysely<Database>, limit: number):
         .skipLocked(),
     )
     .where('status', '=', 'working')
+    .returning('task_id')
+    .execute();
+  return rows.map((r) => r.task_id);
+}
+
+/**
+ * Queued runs past their claim deadline (see REDELIVERY_MS): their delivery is presumed lost, so the
+ * caller enqueues them again, in this transaction. Only idle workers call it: with a backlog, a queued
+ * run simply waits its turn. A duplicate delivery is harmless (a claim happens once).
+ */
+export async function redeliverStuckRuns(db: Kysely<Database>, limit: number): Promise<string[]> {
+  const rows = await db
+    .updateTable('tasks')
+    .set({ lease_expires_at: claimDeadline() })
+    .where('task_id', 'in', (eb) =>
+      eb
+        .selectFrom('tasks')
+        .select('task_id')
+        .where('status', '=', 'working')
+        .where('leased_by', 'is', null)
+        .where('lease_expires_at', '<', sql<Date>`now()`)
+        .orderBy('lease_expires_at')
+        .limit(limit)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .where('leased_by', 'is', null)
     .returning('task_id')
     .execute();
   return rows.map((r) => r.task_id);

@@ -60,7 +60,7 @@ export async function purgeTasks(db: Kysely<Database>, limit: number, graceMs: n
 /** One cheap indexed probe: is there anything for a sweep to do? Keeps idle workers nearly silent. */
 export async function sweepNeeded(db: Kysely<Database>, graceMs: number): Promise<boolean> {
   const row = await sql<{ needed: boolean }>`
-    select exists (select 1 from tasks where leased_by is not null and lease_expires_at < now() and status = 'working')
+    select exists (select 1 from tasks where status = 'working' and lease_expires_at < now())
         or exists (select 1 from tasks where expires_at <= now() and status in ('working', 'input_required'))
         or exists (select 1 from tasks where expires_at <= now() - ${graceMs} * interval '1 millisecond'
                                           and status in ('completed', 'failed', 'cancelled'))
