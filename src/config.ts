@@ -15,8 +15,34 @@ const ConfigSchema = z.object({
   DB_CONNECT_TIMEOUT_MS: intFromEnv(5_000, 100),
   /** pg-boss's own pool (fetching and sending run jobs). */
   QUEUE_POOL_MAX: intFromEnv(3, 1),
-  /** The principal every request runs as until authentication is configured. */
+  /** none (loopback HOST only: every request is PRINCIPAL), bearer (AUTH_TOKENS), oauth (JWT via JWKS). */
+  AUTH_MODE: z.enum(['none', 'bearer', 'oauth']).default('none'),
+  /** The principal of every request when AUTH_MODE=none. */
   PRINCIPAL: z.string().min(1).default('local'),
+  /** bearer: `principal=<sha256 hex of the token>`, comma-separated; several per principal allowed. */
+  AUTH_TOKENS: z.string().default(''),
+  OAUTH_ISSUER: z.string().url().optional(),
+  /** The audience access tokens must carry: this server's resource identifier. Default: PUBLIC_URL/mcp. */
+  OAUTH_AUDIENCE: z.string().min(1).optional(),
+  OAUTH_JWKS_URL: z.string().url().optional(),
+  /** A claim that qualifies the subject (principal = `<tenant>/<sub>`). */
+  OAUTH_TENANT_CLAIM: z.string().min(1).optional(),
+  /** Space-separated scopes every request needs. */
+  OAUTH_REQUIRED_SCOPES: z.string().default(''),
+  /** The server's public base URL (behind TLS termination); default http://HOST:PORT. */
+  PUBLIC_URL: z.string().url().optional(),
+  /** Comma-separated Host names accepted (DNS-rebinding protection); default: loopback names when HOST is loopback. */
+  ALLOWED_HOSTS: z.string().default(''),
+  MAX_JSON_DEPTH: intFromEnv(64, 1),
+  MAX_ARGUMENTS_BYTES: intFromEnv(262_144, 1),
+  MAX_INPUT_RESPONSES_BYTES: intFromEnv(65_536, 1),
+  /** A tool result larger than this is not stored: the task fails with -32603 instead. */
+  MAX_RESULT_BYTES: intFromEnv(1_048_576, 1),
+  /** 429 for tasks/get polling a task faster than half its pollIntervalMs. */
+  RATE_LIMIT_POLLING: z
+    .enum(['true', 'false', '1', '0'])
+    .default('false')
+    .transform((v) => v === 'true' || v === '1'),
   SERVER_NAME: z.string().min(1).default('durable-mcp-tasks'),
   MAX_BODY_BYTES: intFromEnv(1_000_000, 1),
   /** Comma-separated Origin values accepted besides loopback origins. */

@@ -10,6 +10,9 @@ import { sharedSecret } from './db/shared-secret.ts';
 import { ChangeFeed } from './events/change-feed.ts';
 import { createServerEvents } from './events/server-events.ts';
 import { createApp } from './http/app.ts';
+import { securityFromConfig } from './http/auth/from-config.ts';
+import type { AuthEnv } from './http/auth/middleware.ts';
+import { PollLimiter } from './protocol/poll-limiter.ts';
 import { coerceError, type Logger } from './log.ts';
 import { createDispatcher } from './protocol/dispatch.ts';
 import type { ServerDeps } from './protocol/server-deps.ts';
@@ -41,7 +44,7 @@ export interface RuntimeOptions {
 export interface Runtime {
   db: Db;
   boss: PgBoss;
-  app: Hono | undefined;
+  app: Hono<AuthEnv> | undefined;
   server: ServerType | undefined;
   /** `http://host:port/mcp` once listening. */
   url: string | undefined;
@@ -114,6 +117,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         statusThrottleMs: config.STATUS_THROTTLE_MS,
         retryLimit: config.TASK_RETRY_LIMIT,
         retryDelaySeconds: config.TASK_RETRY_DELAY_SECONDS,
+        maxResultBytes: config.MAX_RESULT_BYTES,
         shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
         sweepIntervalMs: config.SWEEP_INTERVAL_MS,
         sweepBatchSize: config.SWEEP_BATCH_SIZE,
@@ -123,7 +127,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       cleanups.push(() => pool.stop());
     }
 
-    let app: Hono | undefined;
+    let app: Hono<AuthEnv> | undefined;
     let server: ServerType | undefined;
     let url: string | undefined;
     if (role !== 'worker') {
@@ -142,23 +146,42 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         taskDefaults: { ttlMs: config.TASK_TTL_MS, pollIntervalMs: config.TASK_POLL_INTERVAL_MS },
         listTtlMs: 60_000,
         subscriptionPollMs: config.SUBSCRIPTION_POLL_MS,
+        limits: {
+          maxArgumentsBytes: config.MAX_ARGUMENTS_BYTES,
+          maxInputResponsesBytes: config.MAX_INPUT_RESPONSES_BYTES,
+        },
+        pollLimiter: config.RATE_LIMIT_POLLING ? new PollLimiter() : undefined,
       };
-      app = createApp({
-        dispatcher: createDispatcher(deps),
-        log,
-        principalOf: () => config.PRINCIPAL,
-        maxBodyBytes: config.MAX_BODY_BYTES,
-        keepAliveMs: config.SSE_KEEPALIVE_MS,
-        allowedOrigins: config.ALLOWED_ORIGINS.split(',')
-          .map((o) => o.trim())
-          .filter((o) => o !== ''),
-      });
+      // Refuse unsafe settings (e.g. no authentication on a public address) before binding anything.
+      securityFromConfig(config, config.PORT);
+      const dispatcher = createDispatcher(deps);
+      const buildApp = (port: number) => {
+        const security = securityFromConfig(config, port);
+        return createApp({
+          dispatcher,
+          log,
+          auth: security.auth,
+          resourceMetadata: security.resourceMetadata,
+          allowedHosts: security.allowedHosts,
+          maxBodyBytes: config.MAX_BODY_BYTES,
+          maxJsonDepth: config.MAX_JSON_DEPTH,
+          keepAliveMs: config.SSE_KEEPALIVE_MS,
+          allowedOrigins: config.ALLOWED_ORIGINS.split(',')
+            .map((o) => o.trim())
+            .filter((o) => o !== ''),
+        });
+      };
+      app = buildApp(config.PORT);
       if (opts.listen ?? true) {
+        let current = app;
         const listening = await new Promise<{ server: ServerType; port: number }>((resolve) => {
-          const s = serve({ fetch: app!.fetch, hostname: config.HOST, port: config.PORT }, (info) =>
-            resolve({ server: s, port: info.port }),
+          const s = serve(
+            { fetch: (req) => current.fetch(req), hostname: config.HOST, port: config.PORT },
+            (info) => resolve({ server: s, port: info.port }),
           );
         });
+        // The public URL (OAuth metadata) names the port actually bound, e.g. with PORT=0.
+        if (listening.port !== config.PORT) app = current = buildApp(listening.port);
         server = listening.server;
         const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
         url = `http://${host}:${listening.port}/mcp`;

@@ -38,6 +38,7 @@ export interface WorkerPoolOptions {
   statusThrottleMs?: number;
   retryLimit?: number;
   retryDelaySeconds?: number;
+  maxResultBytes?: number;
   sweepIntervalMs?: number;
   sweepBatchSize?: number;
   purgeGraceMs?: number;
@@ -88,6 +89,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     statusThrottleMs,
     retryLimit,
     retryDelaySeconds,
+    maxResultBytes: opts.maxResultBytes,
     running,
     draining: () => stopping,
     scheduleWake: (ms) => void setTimeout(() => poke(), ms).unref(),

@@ -1,73 +1,84 @@
-import { Hono, type Context } from 'hono';
+import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from '../log.ts';
 import type { Dispatcher } from '../protocol/dispatch.ts';
 import { ProtocolErrorCode } from '../protocol/errors.ts';
+import { authMiddleware, type AuthEnv, type AuthMiddlewareOptions } from './auth/middleware.ts';
 import { mcpPost } from './mcp-route.ts';
-import { originCheck } from './origin.ts';
+import { hostCheck, originCheck } from './origin.ts';
+
+/** RFC 9728 Protected Resource Metadata, served when the server is an OAuth resource server. */
+export interface ResourceMetadata {
+  resource: string;
+  authorization_servers: string[];
+  bearer_methods_supported: string[];
+  scopes_supported?: string[];
+  resource_name?: string;
+}
 
 export interface AppOptions {
   dispatcher: Dispatcher;
   log: Logger;
-  principalOf: (c: Context) => string;
+  auth: AuthMiddlewareOptions;
+  resourceMetadata?: ResourceMetadata | undefined;
   maxBodyBytes?: number;
+  maxJsonDepth?: number;
   allowedOrigins?: readonly string[];
+  allowedHosts?: readonly string[];
   keepAliveMs?: number;
   path?: string;
 }
 
-/** The Hono app: the MCP endpoint and nothing else. */
+const error = (code: number, message: string) => ({
+  jsonrpc: '2.0' as const,
+  id: null,
+  error: { code, message },
+});
+
+/** The Hono app: the MCP endpoint (and, for OAuth, its Protected Resource Metadata). */
 export function createApp({
   dispatcher,
   log,
-  principalOf,
+  auth,
+  resourceMetadata,
   maxBodyBytes = 1_000_000,
+  maxJsonDepth = 64,
   allowedOrigins = [],
+  allowedHosts = [],
   keepAliveMs,
   path = '/mcp',
-}: AppOptions): Hono {
-  const app = new Hono();
+}: AppOptions): Hono<AuthEnv> {
+  const app = new Hono<AuthEnv>();
+  app.use('*', hostCheck({ allowedHosts }));
   app.use(path, originCheck({ allowedOrigins }));
+  if (resourceMetadata !== undefined) {
+    const serve = () =>
+      new Response(JSON.stringify(resourceMetadata), { headers: { 'content-type': 'application/json' } });
+    app.get('/.well-known/oauth-protected-resource', serve);
+    app.get(`/.well-known/oauth-protected-resource${path}`, serve);
+  }
   app.post(
     path,
     bodyLimit({
       maxSize: maxBodyBytes,
       onError: (c) =>
-        c.json(
-          {
-            jsonrpc: '2.0',
-            id: null,
-            error: {
-              code: ProtocolErrorCode.InvalidRequest,
-              message: `Request body exceeds ${maxBodyBytes} bytes`,
-            },
-          },
-          413,
-        ),
+        c.json(error(ProtocolErrorCode.InvalidRequest, `Request body exceeds ${maxBodyBytes} bytes`), 413),
     }),
-    mcpPost({ dispatcher, principalOf, log, ...(keepAliveMs === undefined ? {} : { keepAliveMs }) }),
+    authMiddleware(auth),
+    mcpPost({
+      dispatcher,
+      principalOf: (c) => (c as unknown as { get(key: 'principal'): string }).get('principal'),
+      log,
+      maxJsonDepth,
+      ...(keepAliveMs === undefined ? {} : { keepAliveMs }),
+    }),
   );
   app.on(['GET', 'DELETE', 'PUT', 'PATCH'], path, (c) =>
-    c.json(
-      {
-        jsonrpc: '2.0',
-        id: null,
-        error: { code: ProtocolErrorCode.InvalidRequest, message: 'Method not allowed' },
-      },
-      405,
-      { Allow: 'POST' },
-    ),
+    c.json(error(ProtocolErrorCode.InvalidRequest, 'Method not allowed'), 405, { Allow: 'POST' }),
   );
   app.onError((err, c) => {
     log.error('unhandled error', { error: String(err), stack: err.stack });
-    return c.json(
-      {
-        jsonrpc: '2.0',
-        id: null,
-        error: { code: ProtocolErrorCode.InternalError, message: 'Internal error' },
-      },
-      500,
-    );
+    return c.json(error(ProtocolErrorCode.InternalError, 'Internal error'), 500);
   });
   return app;
 }

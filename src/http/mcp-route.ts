@@ -20,6 +20,7 @@ export interface McpRouteOptions {
   log: Logger;
   /** SSE comment interval on open streams, so that idle intermediaries keep them. */
   keepAliveMs?: number;
+  maxJsonDepth?: number;
 }
 
 function errorBody(id: RequestId | null, error: ProtocolError) {
@@ -40,9 +41,15 @@ type Outcome = { ok: true; result: MethodResult } | { ok: false; error: unknown 
  * response becomes an SSE stream at that moment. So errors found before anything is streamed keep
  * their HTTP status, and a stream closed by the client aborts the request's signal.
  */
-export function mcpPost({ dispatcher, principalOf, log, keepAliveMs = 15_000 }: McpRouteOptions) {
+export function mcpPost({
+  dispatcher,
+  principalOf,
+  log,
+  keepAliveMs = 15_000,
+  maxJsonDepth = 64,
+}: McpRouteOptions) {
   return async (c: Context) => {
-    const incoming = parseMessage(await c.req.text());
+    const incoming = parseMessage(await c.req.text(), { maxDepth: maxJsonDepth });
     if (incoming.kind === 'error')
       return c.json(errorBody(incoming.id, incoming.error), httpStatusFor(incoming.error));
     // This revision defines no client notifications over HTTP; accepting them is harmless.
@@ -57,6 +64,10 @@ export function mcpPost({ dispatcher, principalOf, log, keepAliveMs = 15_000 }: 
       );
     const fail = (err: unknown) => {
       const error = toError(err);
+      const retryAfterMs = (error.data as { retryAfterMs?: unknown } | undefined)?.retryAfterMs;
+      if (error.httpStatus === 429 && typeof retryAfterMs === 'number') {
+        c.header('Retry-After', String(Math.max(1, Math.ceil(retryAfterMs / 1000))));
+      }
       return c.json(errorBody(id, error), httpStatusFor(error));
     };
 

@@ -38,3 +38,32 @@ function isLoopbackOrigin(origin: string): boolean {
     return false;
   }
 }
+
+export interface HostOptions {
+  /** Accepted Host names (port ignored); empty: no Host check (e.g. behind a proxy that sets it). */
+  allowedHosts?: readonly string[];
+}
+
+/** DNS-rebinding protection for the Host header: an unexpected Host gets 403. */
+export function hostCheck({ allowedHosts = [] }: HostOptions = {}): MiddlewareHandler {
+  const allowed = new Set(allowedHosts.map((h) => h.toLowerCase()));
+  return async (c, next) => {
+    if (allowed.size > 0) {
+      const host = c.req.header('host') ?? '';
+      const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]!;
+      if (!allowed.has(name.toLowerCase())) {
+        return c.json(
+          {
+            jsonrpc: '2.0',
+            error: { code: ProtocolErrorCode.InvalidRequest, message: 'Forbidden: Host not allowed' },
+          },
+          403,
+        );
+      }
+    }
+    await next();
+    return undefined;
+  };
+}
+
+export const LOOPBACK_HOST_NAMES = [...LOOPBACK_HOSTS];

@@ -16,8 +16,36 @@ export type Incoming =
   | { kind: 'notification'; message: JsonRpcMessage }
   | { kind: 'error'; id: RequestId | null; error: ProtocolError };
 
-/** Parses a POST body into one JSON-RPC message; batches and responses are rejected. */
-export function parseMessage(body: string): Incoming {
+/** The deepest nesting of arrays and objects in a JSON text (strings skipped), without parsing it. */
+export function jsonDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 92)
+        i++; // backslash: skip the escaped character
+      else if (ch === 34) inString = false;
+    } else if (ch === 34) inString = true;
+    else if (ch === 123 || ch === 91) max = Math.max(max, ++depth);
+    else if (ch === 125 || ch === 93) depth--;
+  }
+  return max;
+}
+
+/** Parses a POST body into one JSON-RPC message; batches, responses and too deep nesting are rejected. */
+export function parseMessage(body: string, { maxDepth = 64 }: { maxDepth?: number } = {}): Incoming {
+  if (jsonDepth(body) > maxDepth) {
+    return {
+      kind: 'error',
+      id: null,
+      error: new ProtocolError(
+        ProtocolErrorCode.InvalidRequest,
+        `Invalid Request: JSON nested deeper than ${maxDepth}`,
+      ),
+    };
+  }
   let json: unknown;
   try {
     json = JSON.parse(body);
@@ -80,7 +108,7 @@ export function assertSupportedVersion(meta: RequestMeta): void {
 }
 
 /** The HTTP status that goes with a JSON-RPC error on Streamable HTTP. */
-export function httpStatusFor(error: ProtocolError): 200 | 400 | 403 | 404 | 413 {
+export function httpStatusFor(error: ProtocolError): 200 | 400 | 403 | 404 | 413 | 429 {
   if (error.httpStatus !== undefined) return error.httpStatus;
   switch (error.code as ProtocolErrorCode) {
     case ProtocolErrorCode.ParseError:

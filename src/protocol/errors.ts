@@ -20,7 +20,7 @@ export class ProtocolError extends Error {
     message: string,
     readonly data?: unknown,
     /** Overrides the HTTP status the code implies (e.g. 400 for a malformed envelope's -32602). */
-    readonly httpStatus?: 400 | 404 | 413 | 403,
+    readonly httpStatus?: 400 | 404 | 413 | 403 | 429,
   ) {
     super(message);
   }
@@ -45,6 +45,9 @@ export class ToolNotFoundError extends Error {
     super(`Unknown tool: ${toolName}`);
   }
 }
+
+/** Application-defined (outside JSON-RPC's reserved range): a client polling faster than pollIntervalMs. */
+export const RATE_LIMITED_CODE = -31429;
 
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 

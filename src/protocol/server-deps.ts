@@ -5,6 +5,7 @@ import type { ResourceRegistry } from '../resources/registry.ts';
 import type { TaskService } from '../tasks/service.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { RequestStateSealer } from '../tools/request-state.ts';
+import type { PollLimiter } from './poll-limiter.ts';
 import type { Implementation } from './wire.ts';
 
 /** What the protocol methods need, built once by the composition root. */
@@ -25,4 +26,8 @@ export interface ServerDeps {
   listTtlMs: number;
   /** How often a subscription re-reads its tasks in case a notification was lost. */
   subscriptionPollMs: number;
+  /** Size limits on what a request may carry (UTF-8 bytes of the JSON). */
+  limits: { maxArgumentsBytes: number; maxInputResponsesBytes: number };
+  /** When set, tasks/get faster than the task's pollIntervalMs gets 429. */
+  pollLimiter?: PollLimiter | undefined;
 }

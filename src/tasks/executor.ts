@@ -3,6 +3,7 @@ import type { Database } from '../db/database.ts';
 import type { ServerEvents } from '../events/server-events.ts';
 import { coerceError, type Logger } from '../log.ts';
 import { ProtocolError, ProtocolErrorCode } from '../protocol/errors.ts';
+import { jsonBytes } from '../protocol/limits.ts';
 import { createToolContext } from '../tools/context.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { TaskQueue } from './service.ts';
@@ -33,6 +34,8 @@ export interface ExecutorDeps {
   /** Crash retries before a task fails, and the delay before each. */
   retryLimit: number;
   retryDelaySeconds: number;
+  /** A result larger than this (as JSON) is not stored; the task fails instead. */
+  maxResultBytes?: number;
   running: RunningAttempts;
   /** True while the process shuts down: a handler is handed back at its next step. */
   draining: () => boolean;
@@ -116,6 +119,18 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
     try {
       const result = await tool.handler(args.data, createToolContext(runtime));
       await runtime.flush();
+      const size = jsonBytes(result);
+      if (deps.maxResultBytes !== undefined && size > deps.maxResultBytes) {
+        log.warn('result over the size limit; not stored', { attempt, size });
+        await fail(
+          new ProtocolError(
+            ProtocolErrorCode.InternalError,
+            `The tool's result (${size} bytes) exceeds the limit of ${deps.maxResultBytes} bytes`,
+          ),
+          'Tool execution failed: result too large',
+        );
+        return;
+      }
       const done = await finishAttempt(db, taskId, attempt, {
         status: 'completed',
         result: { ...result, resultType: 'complete' },

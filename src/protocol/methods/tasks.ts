@@ -1,6 +1,7 @@
 import { toDetailedTask } from '../../tasks/store/view.ts';
 import type { MethodHandler, RequestContext } from '../context.ts';
 import { missingTasksExtension, TASKS_EXTENSION, TaskNotFoundError } from '../errors.ts';
+import { assertSize } from '../limits.ts';
 import type { ServerDeps } from '../server-deps.ts';
 import {
   META_CLIENT_CAPABILITIES,
@@ -24,7 +25,10 @@ function taskIdOf(ctx: RequestContext): string {
 
 export function tasksGet(deps: ServerDeps): MethodHandler {
   return async (ctx) => {
-    const view = await deps.tasks.get(taskIdOf(ctx), ctx.principal);
+    const taskId = taskIdOf(ctx);
+    deps.pollLimiter?.check(ctx.principal, taskId);
+    const view = await deps.tasks.get(taskId, ctx.principal);
+    deps.pollLimiter?.record(ctx.principal, taskId, view.pollIntervalMs);
     return { resultType: 'complete', ...toDetailedTask(view) };
   };
 }
@@ -33,6 +37,7 @@ export function tasksUpdate(deps: ServerDeps): MethodHandler {
   return async (ctx) => {
     const taskId = taskIdOf(ctx);
     const { inputResponses } = UpdateTaskParamsSchema.parse(ctx.params);
+    assertSize('inputResponses', inputResponses, deps.limits.maxInputResponsesBytes);
     await deps.tasks.answer(taskId, ctx.principal, inputResponses);
     return { resultType: 'complete' };
   };

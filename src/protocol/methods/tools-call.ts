@@ -4,6 +4,7 @@ import type { MethodHandler, MethodResult } from '../context.ts';
 import { InputRequiredSignal } from '../../tools/sync-runtime.ts';
 import { missingTasksExtension, ProtocolError } from '../errors.ts';
 import { runWithMrtr } from '../mrtr.ts';
+import { assertSize } from '../limits.ts';
 import type { ServerDeps } from '../server-deps.ts';
 import { CallToolParamsSchema, META_CLIENT_CAPABILITIES, type CallToolResult } from '../wire.ts';
 import { validateParamHeaders } from './param-headers.ts';
@@ -22,6 +23,10 @@ export function toolsCall(deps: ServerDeps): MethodHandler {
     const params = CallToolParamsSchema.parse(ctx.params);
     const tool = deps.tools.get(params.name);
     const rawArgs = params.arguments ?? {};
+    assertSize('arguments', rawArgs, deps.limits.maxArgumentsBytes);
+    if (params.inputResponses !== undefined) {
+      assertSize('inputResponses', params.inputResponses, deps.limits.maxInputResponsesBytes);
+    }
     validateParamHeaders(deps.tools.describe(tool.name).inputSchema, rawArgs, ctx.header);
     const policy = tool.taskSupport ?? 'never';
     const tasksDeclared = declaresTasks(ctx);
