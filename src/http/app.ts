@@ -29,11 +29,8 @@ export interface AppOptions {
   path?: string;
 }
 
-const error = (code: number, message: string) => ({
-  jsonrpc: '2.0' as const,
-  id: null,
-  error: { code, message },
-});
+/** An error response to a request whose id was not read: no `id` (the 2026-07-28 schema allows no null). */
+const error = (code: number, message: string) => ({ jsonrpc: '2.0' as const, error: { code, message } });
 
 /** The Hono app: the MCP endpoint (and, for OAuth, its Protected Resource Metadata). */
 export function createApp({

@@ -23,8 +23,11 @@ export interface McpRouteOptions {
   maxJsonDepth?: number;
 }
 
+/** An error response; `id` is omitted when the request's could not be read (the 2026-07-28 schema has no null id). */
 function errorBody(id: RequestId | null, error: ProtocolError) {
-  return { jsonrpc: '2.0' as const, id, error: error.toJSON() };
+  return id === null
+    ? { jsonrpc: '2.0' as const, error: error.toJSON() }
+    : { jsonrpc: '2.0' as const, id, error: error.toJSON() };
 }
 
 const SSE_HEADERS = {

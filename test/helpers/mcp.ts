@@ -70,6 +70,8 @@ export class RawMcp {
     } catch {
       messages = [];
     }
+    // Whatever was sent, the reply must be well-formed JSON-RPC per the 2026-07-28 schema.
+    for (const message of messages) assertWireValid('(raw)', message);
     const body_ = [...messages].reverse().find((m) => 'id' in m || 'error' in m) ?? {};
     return { status: res.status, headers: res.headers, text, messages, body: body_ };
   }

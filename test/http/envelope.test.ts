@@ -64,7 +64,8 @@ describe('the Streamable HTTP endpoint (2026-07-28, stateless)', () => {
   it('rejects a body that is not JSON with 400 and -32700', async () => {
     const reply = await mcp.post('{"jsonrpc": "2.0", "id": 1, ', HEADERS);
     expect(reply.status).toBe(400);
-    expect(reply.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32700 } });
+    expect(reply.body).toMatchObject({ jsonrpc: '2.0', error: { code: -32700 } });
+    expect(reply.body).not.toHaveProperty('id');
   });
 
   it.each([

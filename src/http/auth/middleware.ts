@@ -51,7 +51,6 @@ export function authMiddleware(opts: AuthMiddlewareOptions): MiddlewareHandler<A
       return c.json(
         {
           jsonrpc: '2.0',
-          id: null,
           error: {
             code: ProtocolErrorCode.InvalidRequest,
             message: result.status === 403 ? 'Forbidden: insufficient scope' : 'Unauthorized',
