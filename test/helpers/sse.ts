@@ -19,7 +19,7 @@ export interface ListenStream {
 export async function listen(
   url: string,
   notifications: Record<string, unknown>,
-  opts: { id?: number | string; caps?: Record<string, unknown> } = {},
+  opts: { id?: number | string; caps?: Record<string, unknown>; headers?: Record<string, string> } = {},
 ): Promise<ListenStream> {
   const id = opts.id ?? Math.floor(Math.random() * 1e9);
   const abort = new AbortController();
@@ -31,6 +31,7 @@ export async function listen(
       accept: 'application/json, text/event-stream',
       'mcp-protocol-version': PROTOCOL_VERSION,
       'mcp-method': 'subscriptions/listen',
+      ...opts.headers,
     },
     body: JSON.stringify({
       jsonrpc: '2.0',

@@ -1,0 +1,181 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { Runtime } from '../../src/runtime.ts';
+import { defineTool, type ToolDefinition } from '../../src/tools/define.ts';
+import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { PROTOCOL_VERSION, RawMcp } from '../helpers/mcp.ts';
+import { startTestRuntime } from '../helpers/runtime.ts';
+
+const bigResult = defineTool({
+  name: 'big_result',
+  description: 'returns n bytes of text (test tool)',
+  inputSchema: z.object({ n: z.number().int() }),
+  taskSupport: 'required',
+  handler: ({ n }) => ({ content: [{ type: 'text', text: 'x'.repeat(n) }] }),
+});
+
+let tdb: TestDatabase;
+let rt: Runtime & { url: string };
+let mcp: RawMcp;
+
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  rt = await startTestRuntime({
+    databaseUrl: tdb.url,
+    tools: [...SHIPPED_TOOLS, bigResult],
+    env: {
+      MAX_ARGUMENTS_BYTES: '2000',
+      MAX_INPUT_RESPONSES_BYTES: '1000',
+      MAX_RESULT_BYTES: '5000',
+      MAX_JSON_DEPTH: '16',
+      RATE_LIMIT_POLLING: 'true',
+      TASK_POLL_INTERVAL_MS: '2000',
+    },
+  });
+  mcp = new RawMcp(rt.url);
+});
+afterAll(async () => {
+  await rt?.stop();
+  await tdb?.drop();
+});
+
+const count = async () =>
+  Number(
+    (
+      await tdb.db
+        .selectFrom('tasks')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
+
+describe('transport hardening', () => {
+  it('rejects a foreign Host (DNS rebinding) with 403 and accepts loopback names', async () => {
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'server/discover',
+      params: {
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': PROTOCOL_VERSION,
+          'io.modelcontextprotocol/clientCapabilities': {},
+        },
+      },
+    });
+    const { request } = await import('node:http');
+    const send = (host: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request(
+          rt.url,
+          {
+            method: 'POST',
+            headers: {
+              host,
+              'content-type': 'application/json',
+              accept: 'application/json, text/event-stream',
+              'mcp-protocol-version': PROTOCOL_VERSION,
+              'mcp-method': 'server/discover',
+            },
+          },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
+    expect(await send('evil.example.com')).toBe(403);
+    expect(await send('attacker.test:3000')).toBe(403);
+    expect(await send('localhost:3000')).toBe(200);
+    expect(await send(new URL(rt.url).host)).toBe(200);
+  });
+
+  it('rejects JSON nested deeper than the limit with 400 and -32600', async () => {
+    const deep = '['.repeat(40) + ']'.repeat(40);
+    const reply = await mcp.post(
+      `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x","deep":${deep}}}}`,
+      { 'mcp-protocol-version': PROTOCOL_VERSION, 'mcp-method': 'tools/call', 'mcp-name': 'echo' },
+    );
+    expect(reply.status).toBe(400);
+    expect(reply.body.error).toMatchObject({
+      code: -32600,
+      message: 'Invalid Request: JSON nested deeper than 16',
+    });
+    // Brackets inside strings do not count.
+    expect(
+      (await mcp.callTool('echo', { text: '[[[[[[[[[[[[[[[[[[[[[[[[[[[[' })).content[0].text,
+    ).toHaveLength(28);
+  });
+
+  it('limits argument size (-32602, no task created)', async () => {
+    const before = await count();
+    const error = await mcp.error('tools/call', {
+      name: 'analyze_numbers',
+      arguments: { count: 5, pad: 'x'.repeat(3000) },
+    });
+    expect(error).toMatchObject({ code: -32602 });
+    expect(error.message).toMatch(/arguments is \d+ bytes, over the limit of 2000/);
+    expect(await count()).toBe(before);
+  });
+
+  it('limits inputResponses size (-32602, the task unchanged)', async () => {
+    const { taskId } = await mcp.callTool('confirm_action', { action: 'a' });
+    // Polls no faster than the rate limit allows (half the task's 2000 ms pollIntervalMs).
+    let task;
+    do {
+      await new Promise((r) => setTimeout(r, 1100));
+      task = await mcp.getTask(taskId);
+    } while (task.status !== 'input_required');
+    await new Promise((r) => setTimeout(r, 1100));
+    const error = await mcp.error('tasks/update', {
+      taskId,
+      inputResponses: { confirm: { action: 'accept', content: { confirm: true, pad: 'y'.repeat(2000) } } },
+    });
+    expect(error).toMatchObject({ code: -32602 });
+    expect(error.message).toMatch(/inputResponses is \d+ bytes, over the limit of 1000/);
+    expect((await mcp.getTask(taskId)).status).toBe('input_required');
+  });
+
+  it('fails a task whose result exceeds the stored-result limit, with a clear error', async () => {
+    const small = await mcp.callTool('big_result', { n: 100 });
+    const big = await mcp.callTool('big_result', { n: 10_000 });
+    const wait = async (taskId: string) => {
+      for (;;) {
+        await new Promise((r) => setTimeout(r, 2000));
+        const t = await mcp.getTask(taskId);
+        if (t.status !== 'working') return t;
+      }
+    };
+    expect((await wait(small.taskId)).status).toBe('completed');
+    const failed = await wait(big.taskId);
+    expect(failed).toMatchObject({
+      status: 'failed',
+      statusMessage: 'Tool execution failed: result too large',
+    });
+    expect(failed.error.message).toMatch(/exceeds the limit of 5000 bytes/);
+  });
+
+  it('answers tasks/get polled faster than the task’s pollIntervalMs with 429 and Retry-After', async () => {
+    const { taskId } = await mcp.callTool('confirm_action', { action: 'poll me' });
+    expect((await mcp.request('tasks/get', { taskId })).status).toBe(200);
+    const reply = await mcp.request('tasks/get', { taskId });
+    expect(reply.status).toBe(429);
+    expect(reply.body.error).toMatchObject({ code: -31429 });
+    expect(Number(reply.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    // Another principal's polling, or another task's, is not affected; after the interval it is allowed.
+    const other = await mcp.callTool('confirm_action', { action: 'other' });
+    expect((await mcp.request('tasks/get', { taskId: other.taskId })).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 1100));
+    expect((await mcp.request('tasks/get', { taskId })).status).toBe(200);
+  });
+
+  it('never leaks internals in errors', async () => {
+    const reply = await mcp.request('tools/call', {
+      name: 'analyze_numbers',
+      arguments: { count: 'DROP TABLE tasks' },
+    });
+    expect(reply.text).not.toMatch(/at .*\.ts:\d+|node_modules|select |insert |update .* set/i);
+  });
+});
