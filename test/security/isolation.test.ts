@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { hashToken } from '../../src/http/auth/static-tokens.ts';
 import type { Runtime } from '../../src/runtime.ts';
-import { defineTool, type ToolDefinition } from '../../src/tools/define.ts';
+import { defineTool } from '../../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { RawMcp } from '../helpers/mcp.ts';
