@@ -30,6 +30,12 @@ export async function main(defaultRole: Role = 'all'): Promise<void> {
         process.exit(1);
       });
   };
+  // Operators' memory probe: SIGUSR2 logs memory use (after a full GC when node runs with --expose-gc).
+  process.on('SIGUSR2', () => {
+    (globalThis as { gc?: () => void }).gc?.();
+    const m = process.memoryUsage();
+    log.warn('memory', { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external });
+  });
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
 }

@@ -58,8 +58,12 @@ export function createApp({
     path,
     bodyLimit({
       maxSize: maxBodyBytes,
+      // The rest of the body is never read, so the connection cannot be reused: say so, or a client's
+      // next request on it would meet a reset.
       onError: (c) =>
-        c.json(error(ProtocolErrorCode.InvalidRequest, `Request body exceeds ${maxBodyBytes} bytes`), 413),
+        c.json(error(ProtocolErrorCode.InvalidRequest, `Request body exceeds ${maxBodyBytes} bytes`), 413, {
+          Connection: 'close',
+        }),
     }),
     authMiddleware(auth),
     mcpPost({

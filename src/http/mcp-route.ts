@@ -87,8 +87,12 @@ export function mcpPost({
     }
 
     const abort = new AbortController();
+    // Removed when the request is done: the incoming signal may outlive it (keep-alive), and the
+    // listener would keep this request's closure (its params, its result) alive with it.
+    const done = new AbortController();
     c.req.raw.signal.addEventListener('abort', () => abort.abort(new Error('client went away')), {
       once: true,
+      signal: done.signal,
     });
     const encoder = new TextEncoder();
     let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
@@ -117,7 +121,7 @@ export function mcpPost({
       write(frame({ jsonrpc: '2.0', ...n }));
     };
 
-    const outcome: Promise<Outcome> = dispatcher
+    const settled: Promise<Outcome> = dispatcher
       .dispatch({
         id,
         method,
@@ -133,6 +137,7 @@ export function mcpPost({
         (result) => ({ ok: true as const, result }),
         (error: unknown) => ({ ok: false as const, error }),
       );
+    const outcome = settled.finally(() => done.abort());
 
     if ((await Promise.race([started, outcome.then(() => 'done' as const)])) === 'done' && !streaming) {
       const done = await outcome;

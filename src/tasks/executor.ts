@@ -3,7 +3,7 @@ import type { Database } from '../db/database.ts';
 import type { ServerEvents } from '../events/server-events.ts';
 import { coerceError, type Logger } from '../log.ts';
 import { ProtocolError, ProtocolErrorCode } from '../protocol/errors.ts';
-import { jsonBytes } from '../protocol/limits.ts';
+import { isStorable, jsonBytes } from '../protocol/limits.ts';
 import { createToolContext } from '../tools/context.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { TaskQueue } from './service.ts';
@@ -119,6 +119,16 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
     try {
       const result = await tool.handler(args.data, createToolContext(runtime));
       await runtime.flush();
+      if (!isStorable(result)) {
+        await fail(
+          new ProtocolError(
+            ProtocolErrorCode.InternalError,
+            "The tool's result contains characters that cannot be stored",
+          ),
+          'Tool execution failed: result not storable',
+        );
+        return;
+      }
       const size = jsonBytes(result);
       if (deps.maxResultBytes !== undefined && size > deps.maxResultBytes) {
         log.warn('result over the size limit; not stored', { attempt, size });

@@ -1,7 +1,7 @@
 import { toDetailedTask } from '../../tasks/store/view.ts';
 import type { MethodHandler, RequestContext } from '../context.ts';
 import { missingTasksExtension, TASKS_EXTENSION, TaskNotFoundError } from '../errors.ts';
-import { assertSize } from '../limits.ts';
+import { assertSize, assertStorable } from '../limits.ts';
 import type { ServerDeps } from '../server-deps.ts';
 import {
   META_CLIENT_CAPABILITIES,
@@ -38,6 +38,7 @@ export function tasksUpdate(deps: ServerDeps): MethodHandler {
     const taskId = taskIdOf(ctx);
     const { inputResponses } = UpdateTaskParamsSchema.parse(ctx.params);
     assertSize('inputResponses', inputResponses, deps.limits.maxInputResponsesBytes);
+    assertStorable('inputResponses', inputResponses);
     await deps.tasks.answer(taskId, ctx.principal, inputResponses);
     return { resultType: 'complete' };
   };

@@ -4,7 +4,7 @@ import type { MethodHandler, MethodResult } from '../context.ts';
 import { InputRequiredSignal } from '../../tools/sync-runtime.ts';
 import { missingTasksExtension, ProtocolError } from '../errors.ts';
 import { runWithMrtr } from '../mrtr.ts';
-import { assertSize } from '../limits.ts';
+import { assertSize, assertStorable } from '../limits.ts';
 import type { ServerDeps } from '../server-deps.ts';
 import { CallToolParamsSchema, META_CLIENT_CAPABILITIES, type CallToolResult } from '../wire.ts';
 import { validateParamHeaders } from './param-headers.ts';
@@ -39,6 +39,8 @@ export function toolsCall(deps: ServerDeps): MethodHandler {
     }
 
     const asTask = policy === 'required' || (policy === 'optional' && tasksDeclared);
+    // A task's arguments are stored; a synchronous call's are not.
+    if (asTask) assertStorable('arguments', rawArgs);
     const outcome = await runWithMrtr(
       deps,
       ctx,
@@ -57,6 +59,7 @@ export function toolsCall(deps: ServerDeps): MethodHandler {
           }
         }
         const prepared = tool.prepare === undefined ? undefined : await tool.prepare(parsed.data, toolCtx);
+        assertStorable('the input gathered before the task', prepared);
         const view = await deps.tasks.create({
           principal: ctx.principal,
           toolName: tool.name,
