@@ -31,6 +31,8 @@ const DEADLINE = Date.now() + 10 * 60_000;
 const PV = '2026-07-28';
 const EXT = { extensions: { 'io.modelcontextprotocol/tasks': {} }, elicitation: { form: {} } };
 const TOKENS = { alice: 'alice-fuzz-token', mallory: 'mallory-fuzz-token' };
+/** Must never appear in the server's logs, and neither may the tokens. */
+const SECRET_ANSWER = 'fuzz-secret-answer';
 
 // A small seeded PRNG (mulberry32), so that a failing run can be replayed.
 let seed = Number(process.env.FUZZ_SEED ?? 20261202);
@@ -70,8 +72,10 @@ let exited = false;
 // The server's memory probe (SIGUSR2: full GC, then a "memory" log line on stderr).
 let lastMemory: { rss: number; heapUsed: number } | undefined;
 let stderr = '';
+let allLogs = '';
 server.stderr.on('data', (chunk: Buffer) => {
   stderr += chunk.toString();
+  allLogs += chunk.toString();
   let nl: number;
   while ((nl = stderr.indexOf('\n')) >= 0) {
     const line = stderr.slice(0, nl);
@@ -452,7 +456,9 @@ async function validWork(i: number): Promise<void> {
             'tasks/update',
             {
               taskId: t.taskId,
-              inputResponses: { confirm: { action: 'accept', content: { confirm: true } } },
+              inputResponses: {
+                confirm: { action: 'accept', content: { confirm: true, note: SECRET_ANSWER } },
+              },
             },
             who,
           ),
@@ -462,7 +468,9 @@ async function validWork(i: number): Promise<void> {
             'tasks/update',
             {
               taskId: t.taskId,
-              inputResponses: { confirm: { action: 'accept', content: { confirm: true } } },
+              inputResponses: {
+                confirm: { action: 'accept', content: { confirm: true, note: SECRET_ANSWER } },
+              },
             },
             who,
           ),
@@ -561,6 +569,9 @@ const memAfter = await memory();
 const after = await snapshot();
 if (!isDeepStrictEqual(before, after)) problems.push('a victim task changed');
 if (exited) problems.push('the server process exited');
+for (const secret of [...Object.values(TOKENS), SECRET_ANSWER]) {
+  if (allLogs.includes(secret)) problems.push(`the server logged a secret (${secret.slice(0, 5)}…)`);
+}
 // Live memory (the heap after a full GC) is what a leak grows; RSS is reported too, but V8 keeps pages it
 // once grew into (huge bodies) without that being a leak.
 const growth = (memAfter.heapUsed - memBefore.heapUsed) / memBefore.heapUsed;
@@ -578,7 +589,9 @@ console.log(
   `live heap after GC: ${mb(memBefore.heapUsed)} → ${mb(memAfter.heapUsed)} (${(growth * 100).toFixed(1)}%)`,
 );
 console.log(`RSS: ${mb(memBefore.rss)} → ${mb(memAfter.rss)}`);
-console.log(`victim tasks unchanged: ${isDeepStrictEqual(before, after)}; server alive: ${!exited}`);
+console.log(
+  `victim tasks unchanged: ${isDeepStrictEqual(before, after)}; server alive: ${!exited}; log lines: ${allLogs.split('\n').length - 1}, none with a token or an answer`,
+);
 for (const p of problems.slice(0, 20)) console.log(`  PROBLEM ${p}`);
 console.log(`${sentCount + validCount - problems.length} passed, ${problems.length} failed`);
 
