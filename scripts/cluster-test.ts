@@ -135,6 +135,8 @@ http {
       proxy_pass http://mcp;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
+      # Keep the client's Host: the instances check it (DNS-rebinding protection).
+      proxy_set_header Host $host;
       proxy_buffering off;
       proxy_read_timeout 60s;
       proxy_next_upstream error timeout;
