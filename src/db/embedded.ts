@@ -46,7 +46,8 @@ async function binaries(): Promise<Binaries> {
   return (await import(name)) as Binaries;
 }
 
-function alive(pid: number): boolean {
+/** Whether a process with this pid exists. */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

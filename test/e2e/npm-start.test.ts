@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
+import { alive } from '../../src/db/embedded.ts';
 import { expectedAnalysis } from '../helpers/analysis.ts';
 import { RawMcp } from '../helpers/mcp.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -22,15 +23,6 @@ afterAll(async () => {
   await sleep(200);
   rmSync(dir, { recursive: true, force: true });
 });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function postmasterPid(): number | undefined {
   const file = path.join(dataDir, 'postmaster.pid');

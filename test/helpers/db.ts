@@ -42,3 +42,12 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     },
   };
 }
+
+/** How many task rows there are: tests use it to prove that a rejected request created none. */
+export async function countTasks(db: Db): Promise<number> {
+  const row = await db
+    .selectFrom('tasks')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/runtime.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { countTasks, createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { PROTOCOL_VERSION, RawMcp, TASK_CAPS } from '../helpers/mcp.ts';
 import { startTestRuntime } from '../helpers/runtime.ts';
 
@@ -25,14 +25,6 @@ const META = {
 const HEADERS = { 'mcp-protocol-version': PROTOCOL_VERSION, 'mcp-method': 'server/discover' };
 const discoverBody = (params: Record<string, unknown> = { _meta: META }, id: unknown = 7) =>
   JSON.stringify({ jsonrpc: '2.0', id, method: 'server/discover', params });
-
-async function taskCount(): Promise<number> {
-  const row = await tdb.db
-    .selectFrom('tasks')
-    .select((eb) => eb.fn.countAll<string>().as('n'))
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}
 
 describe('the Streamable HTTP endpoint (2026-07-28, stateless)', () => {
   it('answers server/discover with versions, capabilities, serverInfo and caching hints', async () => {
@@ -207,7 +199,7 @@ describe('the Streamable HTTP endpoint (2026-07-28, stateless)', () => {
   });
 
   it('rejects a body over the configured limit with 413 and keeps serving', async () => {
-    const before = await taskCount();
+    const before = await countTasks(tdb.db);
     const reply = await mcp.post(
       JSON.stringify({
         jsonrpc: '2.0',
@@ -223,7 +215,7 @@ describe('the Streamable HTTP endpoint (2026-07-28, stateless)', () => {
     );
     expect(reply.status).toBe(413);
     expect(reply.body.error.code).toBe(-32600);
-    expect(await taskCount()).toBe(before);
+    expect(await countTasks(tdb.db)).toBe(before);
     expect((await mcp.result('server/discover')).resultType).toBe('complete');
   });
 

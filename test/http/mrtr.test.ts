@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Runtime } from '../../src/runtime.ts';
 import { defineTool } from '../../src/tools/define.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { countTasks, createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { RawMcp } from '../helpers/mcp.ts';
 import { startTestRuntime } from '../helpers/runtime.ts';
 
@@ -75,15 +75,6 @@ afterAll(async () => {
 });
 
 const accept = (name: string) => ({ action: 'accept', content: { name } });
-const taskCount = async () =>
-  Number(
-    (
-      await tdb.db
-        .selectFrom('tasks')
-        .select((eb) => eb.fn.countAll<string>().as('n'))
-        .executeTakeFirstOrThrow()
-    ).n,
-  );
 
 describe('multi round-trip requests on the synchronous leg', () => {
   it('answers with an InputRequiredResult, then completes on the retry', async () => {
@@ -151,10 +142,10 @@ describe('multi round-trip requests on the synchronous leg', () => {
   });
 
   it('resolves MRTR before creating the task, then runs the task with the answer', async () => {
-    const before = await taskCount();
+    const before = await countTasks(tdb.db);
     const first = await mcp.callTool('prepared_task', {});
     expect(first.resultType).toBe('input_required');
-    expect(await taskCount()).toBe(before);
+    expect(await countTasks(tdb.db)).toBe(before);
     const created = await mcp.result('tools/call', {
       name: 'prepared_task',
       arguments: {},

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Runtime } from '../../src/runtime.ts';
 import { defineTool } from '../../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { countTasks, createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { PROTOCOL_VERSION, RawMcp, TASK_CAPS } from '../helpers/mcp.ts';
 import { startTestRuntime } from '../helpers/runtime.ts';
 import { expectedAnalysis } from '../helpers/analysis.ts';
@@ -42,14 +42,6 @@ afterAll(async () => {
   await rt?.stop();
   await tdb?.drop();
 });
-
-async function taskCount(): Promise<number> {
-  const row = await tdb.db
-    .selectFrom('tasks')
-    .select((eb) => eb.fn.countAll<string>().as('n'))
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}
 
 describe('tools/list', () => {
   it('lists the shipped tools in a deterministic order with JSON Schema 2020-12 input schemas', async () => {
@@ -92,11 +84,11 @@ describe('tools/call', () => {
   });
 
   it('runs analyze_numbers synchronously for a client without the extension', async () => {
-    const before = await taskCount();
+    const before = await countTasks(tdb.db);
     const result = await plain.callTool('analyze_numbers', { count: 2500, chunkSize: 1000 });
     expect(result.resultType).toBe('complete');
     expect(result.structuredContent).toEqual(expectedAnalysis(2500, 1000));
-    expect(await taskCount()).toBe(before);
+    expect(await countTasks(tdb.db)).toBe(before);
   });
 
   it('makes analyze_numbers a task for a client with the extension, stored before the answer', async () => {
@@ -157,11 +149,11 @@ describe('tools/call', () => {
     [{}],
     [{ count: 10, delayMsPerChunk: -1 }],
   ])('reports invalid arguments %j as a tool error and creates no task', async (args) => {
-    const before = await taskCount();
+    const before = await countTasks(tdb.db);
     const result = await mcp.callTool('analyze_numbers', args);
     expect(result).toMatchObject({ resultType: 'complete', isError: true });
     expect(result.content[0].text).toMatch(/^Invalid arguments for tool analyze_numbers:/);
-    expect(await taskCount()).toBe(before);
+    expect(await countTasks(tdb.db)).toBe(before);
   });
 
   it('rejects arguments that are not an object with -32602', async () => {

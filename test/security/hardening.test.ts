@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Runtime } from '../../src/runtime.ts';
 import { defineTool } from '../../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { countTasks, createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { PROTOCOL_VERSION, RawMcp } from '../helpers/mcp.ts';
 import { startTestRuntime } from '../helpers/runtime.ts';
 
@@ -39,16 +39,6 @@ afterAll(async () => {
   await rt?.stop();
   await tdb?.drop();
 });
-
-const count = async () =>
-  Number(
-    (
-      await tdb.db
-        .selectFrom('tasks')
-        .select((eb) => eb.fn.countAll<string>().as('n'))
-        .executeTakeFirstOrThrow()
-    ).n,
-  );
 
 describe('transport hardening', () => {
   it('rejects a foreign Host (DNS rebinding) with 403 and accepts loopback names', async () => {
@@ -110,14 +100,14 @@ describe('transport hardening', () => {
   });
 
   it('limits argument size (-32602, no task created)', async () => {
-    const before = await count();
+    const before = await countTasks(tdb.db);
     const error = await mcp.error('tools/call', {
       name: 'analyze_numbers',
       arguments: { count: 5, pad: 'x'.repeat(3000) },
     });
     expect(error).toMatchObject({ code: -32602 });
     expect(error.message).toMatch(/arguments is \d+ bytes, over the limit of 2000/);
-    expect(await count()).toBe(before);
+    expect(await countTasks(tdb.db)).toBe(before);
   });
 
   it('limits inputResponses size (-32602, the task unchanged)', async () => {
