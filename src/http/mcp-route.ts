@@ -15,7 +15,7 @@ import { validateRoutingHeaders } from './routing-headers.ts';
 
 export interface McpRouteOptions {
   dispatcher: Dispatcher;
-  /** Resolves the principal of a request (authentication comes later; for now configuration). */
+  /** The principal the auth middleware resolved for this request. */
   principalOf: (c: Context) => string;
   log: Logger;
   /** SSE comment interval on open streams, so that idle intermediaries keep them. */
