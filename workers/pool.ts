@@ -15,7 +15,7 @@ import {
   type RunningAttempts,
 } from '../src/tasks/executor.ts';
 import type { TaskQueue } from '../src/tasks/service.ts';
-import { checkLeases, LeaseLostError } from '../src/tasks/store/lease.ts';
+import { checkLeases, LeaseLostError, renewLeases } from '../src/tasks/store/lease.ts';
 import { HandoffSignal } from '../src/tasks/task-runtime.ts';
 import type { ToolRegistry } from '../src/tools/registry.ts';
 import { createSweeper } from './sweeper.ts';
@@ -115,6 +115,8 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     });
 
   let active = 0;
+  /** The last fetch found fewer runs than it could take: nothing is waiting in the queue. */
+  let drained = false;
   const legs = new Set<Promise<void>>();
   const runJob = (job: JobWithMetadata<RunJob>) => {
     active++;
@@ -144,6 +146,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
         try {
           const jobs = await boss.fetch<RunJob>(RUN_QUEUE, { batchSize: free, includeMetadata: true });
           backoff = 100;
+          drained = jobs.length < free;
           for (const job of jobs) runJob(job);
           if (jobs.length === free) continue; // maybe more waiting
         } catch (err) {
@@ -157,35 +160,71 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     }
   })();
 
-  // Lease watch: cancel requests and lost leases stop attempts; leases are renewed while held.
-  let lastRenew = Date.now();
+  const stop = (taskId: string, reason: Error) => {
+    const entry = running.get(taskId);
+    if (entry !== undefined && !entry.abort.signal.aborted) entry.abort.abort(reason);
+  };
+  const attemptsOf = (only?: string) =>
+    new Map(
+      [...running].filter(([id]) => only === undefined || id === only).map(([id, r]) => [id, r.attempt]),
+    );
+
+  // Watch: cancel requests and lost leases stop attempts. Checks asked for while one runs are not
+  // dropped: one more check follows.
   let watching = false;
-  const watch = async (only?: string) => {
-    if (watching || running.size === 0) return;
+  let again = false;
+  const watch = async (only?: string): Promise<void> => {
+    if (running.size === 0) return;
+    if (watching) {
+      again = true;
+      return;
+    }
     watching = true;
     try {
-      const renew = only === undefined && Date.now() - lastRenew >= leaseMs / 3;
-      const entries = [...running].filter(([taskId]) => only === undefined || taskId === only);
-      const states = await checkLeases(
-        db,
-        new Map(entries.map(([id, r]) => [id, r.attempt])),
-        leaseMs,
-        renew,
-      );
-      if (renew) lastRenew = Date.now();
-      for (const state of states) {
-        const entry = running.get(state.taskId);
-        if (entry === undefined || entry.abort.signal.aborted) continue;
-        if (!state.held) entry.abort.abort(new LeaseLostError(state.taskId, entry.attempt));
-        else if (state.cancelRequested) entry.abort.abort(new CancelRequestedError());
+      for (const state of await checkLeases(db, workerId, attemptsOf(only))) {
+        if (!state.held)
+          stop(state.taskId, new LeaseLostError(state.taskId, running.get(state.taskId)?.attempt ?? 0));
+        else if (state.cancelRequested) stop(state.taskId, new CancelRequestedError());
       }
     } catch (err) {
       log.warn('lease check failed', { error: coerceError(err).message });
     } finally {
       watching = false;
     }
+    if (again) {
+      again = false;
+      await watch();
+    }
   };
-  const watcher = setInterval(() => void watch(), Math.min(cancelCheckIntervalMs, leaseMs / 3));
+  const watcher = setInterval(() => void watch(), cancelCheckIntervalMs);
+
+  // Renewal, on its own timer so that nothing can starve it. A worker that cannot renew for most of
+  // a lease stops its attempts: past the lease another worker may already run them.
+  let lastRenewed = Date.now();
+  let renewing = false;
+  const renewer = setInterval(() => {
+    if (renewing) return;
+    if (running.size === 0) {
+      lastRenewed = Date.now();
+      return;
+    }
+    renewing = true;
+    const attempts = attemptsOf();
+    renewLeases(db, workerId, attempts, leaseMs)
+      .then((renewed) => {
+        lastRenewed = Date.now();
+        for (const [taskId, attempt] of attempts) {
+          if (!renewed.has(taskId)) stop(taskId, new LeaseLostError(taskId, attempt));
+        }
+      })
+      .catch((err: unknown) => {
+        log.warn('lease renewal failed', { error: coerceError(err).message });
+        if (Date.now() - lastRenewed > leaseMs * 0.8) {
+          for (const [taskId, attempt] of attempts) stop(taskId, new LeaseLostError(taskId, attempt));
+        }
+      })
+      .finally(() => (renewing = false));
+  }, leaseMs / 3);
   const offFeed = [
     feed.on('run', () => poke()),
     // Any change to a task this process runs (a cancel request, expiry…) is checked at once.
@@ -205,7 +244,8 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     intervalMs: opts.sweepIntervalMs ?? 5_000,
     batchSize: opts.sweepBatchSize ?? 500,
     purgeGraceMs: opts.purgeGraceMs ?? 60_000,
-    idle: () => active < concurrency && !stopping,
+    // Only a worker that just found the queue empty redelivers: with a backlog, a run waits its turn.
+    idle: () => drained && active < concurrency && !stopping,
   });
 
   return {
@@ -224,6 +264,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
       for (const entry of running.values()) entry.abort.abort(new HandoffSignal());
       await Promise.race([Promise.allSettled([...legs]), sleep(2_000)]);
       clearInterval(watcher);
+      clearInterval(renewer);
     },
   };
 }

@@ -1,9 +1,11 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
+import { isConnectionError } from '../db/errors.ts';
 import type { ServerEvents } from '../events/server-events.ts';
 import { coerceError, type Logger } from '../log.ts';
 import { ProtocolError, ProtocolErrorCode } from '../protocol/errors.ts';
 import { isStorable, jsonBytes } from '../protocol/limits.ts';
+import type { CallToolResult } from '../protocol/wire.ts';
 import { createToolContext } from '../tools/context.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { TaskQueue } from './service.ts';
@@ -11,7 +13,12 @@ import { finishAttempt, settleCancelRequest } from './store/finish.ts';
 import { loadInputs } from './store/input.ts';
 import { claimTask, LeaseLostError, releaseTask } from './store/lease.ts';
 import { loadSteps } from './store/steps.ts';
-import { createTaskRuntime, HandoffSignal, TaskSuspendedSignal } from './task-runtime.ts';
+import {
+  createTaskRuntime,
+  HandoffSignal,
+  InfrastructureError,
+  TaskSuspendedSignal,
+} from './task-runtime.ts';
 
 /** Why a running attempt's signal fired. */
 export class CancelRequestedError extends Error {
@@ -66,10 +73,19 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
     await settleCancelRequest(db, taskId);
     return;
   }
-  const { attempt } = claimed;
+  const { attempt, failures } = claimed;
   const log = baseLog.scope({ taskId });
-  const fail = (error: ProtocolError, statusMessage: string) =>
-    finishAttempt(db, taskId, attempt, { status: 'failed', error: error.toJSON(), statusMessage });
+  const fail = (error: ProtocolError, statusMessage: string) => {
+    // A tool's own error may hold what Postgres cannot store (NUL, lone surrogates) or cannot serialize:
+    // then the generic error is stored, rather than a write that fails forever.
+    const wire = error.toJSON();
+    const storable = isStorable(wire) && isStorable(statusMessage) && serializable(wire);
+    return finishAttempt(db, taskId, attempt, {
+      status: 'failed',
+      error: storable ? wire : { code: ProtocolErrorCode.InternalError, message: 'Internal error' },
+      statusMessage: storable ? statusMessage : 'Tool execution failed',
+    });
+  };
   const handBack = (opts: { failed: boolean; delaySeconds: number }) =>
     db
       .transaction()
@@ -102,6 +118,8 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
   }
 
   const abort = new AbortController();
+  // An older attempt of this task still in this process lost its lease (we just claimed a new one): stop it.
+  deps.running.get(taskId)?.abort.abort(new LeaseLostError(taskId, attempt - 1));
   deps.running.set(taskId, { attempt, abort });
   try {
     const [steps, inputs] = await Promise.all([loadSteps(db, taskId), loadInputs(db, taskId)]);
@@ -116,9 +134,16 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
       statusThrottleMs: deps.statusThrottleMs,
       log,
     });
+    let result: CallToolResult;
     try {
-      const result = await tool.handler(args.data, createToolContext(runtime));
+      result = await tool.handler(args.data, createToolContext(runtime));
       await runtime.flush();
+    } catch (thrown) {
+      await runtime.flush();
+      await settleThrown(thrown);
+      return;
+    }
+    {
       if (!isStorable(result)) {
         await fail(
           new ProtocolError(
@@ -146,8 +171,8 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
         result: { ...result, resultType: 'complete' },
       });
       if (!done) log.info('attempt lost its lease before completing; result dropped', { attempt });
-    } catch (thrown) {
-      await runtime.flush();
+    }
+    async function settleThrown(thrown: unknown): Promise<void> {
       if (thrown instanceof TaskSuspendedSignal) return;
       const reason: unknown = abort.signal.aborted ? abort.signal.reason : undefined;
       if (thrown instanceof LeaseLostError || reason instanceof LeaseLostError) {
@@ -171,11 +196,20 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
         await fail(thrown, `Tool execution failed: ${thrown.message}`);
         return;
       }
+      if (thrown instanceof InfrastructureError) {
+        // The database failed the step, not the handler: retry without counting a failure.
+        log.warn('a store operation failed mid-run; the task will be retried', {
+          attempt,
+          error: thrown.message,
+        });
+        await handBack({ failed: false, delaySeconds: deps.retryDelaySeconds });
+        return;
+      }
       const err = coerceError(thrown);
-      if (claimed.failures < deps.retryLimit) {
+      if (failures < deps.retryLimit) {
         log.warn('handler crashed; the task will be retried', {
           attempt,
-          failures: claimed.failures + 1,
+          failures: failures + 1,
           error: err.message,
         });
         await handBack({ failed: true, delaySeconds: deps.retryDelaySeconds });
@@ -184,10 +218,25 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
       log.error('handler crashed; no retries left', { attempt, error: err.message, stack: err.stack });
       await fail(
         new ProtocolError(ProtocolErrorCode.InternalError, 'Internal error'),
-        `Tool execution failed: internal error after ${claimed.failures + 1} attempts`,
+        `Tool execution failed: internal error after ${failures + 1} attempts`,
       );
     }
+  } catch (err) {
+    // Anything that escaped the settling above (e.g. the database went away): count it as a failure and
+    // hand the task back, so that a repeating fault ends in `failed` instead of looping; if even that
+    // fails, the lease lapses and the sweeper takes the task back.
+    log.warn('leg failed before it settled', { attempt, error: coerceError(err).message });
+    await handBack({ failed: !isConnectionError(err), delaySeconds: deps.retryDelaySeconds }).catch(() => {});
   } finally {
-    deps.running.delete(taskId);
+    if (deps.running.get(taskId)?.attempt === attempt) deps.running.delete(taskId);
+  }
+}
+
+function serializable(value: unknown): boolean {
+  try {
+    JSON.stringify(value);
+    return true;
+  } catch {
+    return false;
   }
 }

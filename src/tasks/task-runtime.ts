@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
+import { isConnectionError } from '../db/errors.ts';
 import type { ServerEvents } from '../events/server-events.ts';
 import type { Logger } from '../log.ts';
 import type { InputRequests, JsonObject } from '../protocol/wire.ts';
@@ -16,6 +17,17 @@ export class TaskSuspendedSignal extends Error {
   constructor(readonly taskId: string) {
     super('Task is waiting for input');
   }
+}
+
+/** A store operation failed (connection loss, failover…): not the handler's fault, no retry counted. */
+export class InfrastructureError extends Error {
+  override readonly name = 'InfrastructureError';
+}
+
+/** A lost connection during a store operation becomes InfrastructureError; anything else stays as it is. */
+function infra(err: unknown): never {
+  if (!isConnectionError(err)) throw err;
+  throw new InfrastructureError(err instanceof Error ? err.message : String(err), { cause: err });
 }
 
 /** Thrown at a step boundary while the worker shuts down: the task is handed to another worker. */
@@ -59,7 +71,7 @@ export function createTaskRuntime(opts: TaskRuntimeOptions): TaskRuntime {
       signal.throwIfAborted();
       if (opts.draining?.() === true) throw new HandoffSignal();
       const value = await fn();
-      const stored = await saveStep(db, task.taskId, task.attempt, name, value);
+      const stored = await saveStep(db, task.taskId, task.attempt, name, value).catch(infra);
       steps.set(name, stored);
       return stored as T;
     },
@@ -74,7 +86,7 @@ export function createTaskRuntime(opts: TaskRuntimeOptions): TaskRuntime {
       }
       if (Object.keys(missing).length === 0) return answered;
       await status.flush();
-      await suspendForInput(db, task.taskId, task.attempt, missing);
+      await suspendForInput(db, task.taskId, task.attempt, missing).catch(infra);
       throw new TaskSuspendedSignal(task.taskId);
     },
   };

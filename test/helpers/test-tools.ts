@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
+import { ProtocolError, ProtocolErrorCode } from '../../src/protocol/errors.ts';
 import { defineTool, type ToolDefinition } from '../../src/tools/define.ts';
 
 /** How often each step body and each handler ran, per task (the workers run in the test's process). */
@@ -120,7 +121,19 @@ export const sequentialQuestions = defineTool({
   },
 });
 
+/** Fails with a protocol error Postgres cannot store as it is (a NUL character in its message). */
+export const unstorableError = defineTool({
+  name: 'unstorable_error',
+  description: 'throws a ProtocolError whose message holds a NUL (test tool)',
+  inputSchema: z.object({}),
+  taskSupport: 'required',
+  handler: () => {
+    throw new ProtocolError(ProtocolErrorCode.InternalError, 'bad \u0000 message');
+  },
+});
+
 export const TEST_TOOLS = [
+  unstorableError,
   sequentialQuestions,
   twoQuestions,
   stepper,

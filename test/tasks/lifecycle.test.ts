@@ -207,6 +207,11 @@ describe('failures', () => {
     expect(done).not.toHaveProperty('result');
   });
 
+  it('a protocol error that cannot be stored as it is still fails the task (with the generic error)', async () => {
+    const done = await mcp.waitForTask(await start('unstorable_error'));
+    expect(done).toMatchObject({ status: 'failed', error: { code: -32603, message: 'Internal error' } });
+  });
+
   it('a crash is retried by policy, then fails with -32603', async () => {
     const taskId = await start('fail_with', { kind: 'crash' });
     const done = await mcp.waitForTask(taskId);

@@ -18,6 +18,7 @@ import {
   LeaseLostError,
   reclaimExpiredLeases,
   redeliverStuckRuns,
+  renewLeases,
 } from '../../src/tasks/store/lease.ts';
 import { getTaskView } from '../../src/tasks/store/read.ts';
 import { loadSteps, saveStep } from '../../src/tasks/store/steps.ts';
@@ -120,14 +121,35 @@ describe('guarded transitions in Postgres', () => {
       await finishAttempt(tdb.db, taskId, first.attempt, { status: 'completed', result: { stale: true } }),
     ).toBe(false);
     expect(await saveStep(tdb.db, taskId, second.attempt, 's', 2)).toBe(2);
-    // A step recorded once keeps its value.
+    // A step recorded once keeps its value; the replaced attempt cannot even read it back as its own.
     expect(await saveStep(tdb.db, taskId, second.attempt, 's', 3)).toBe(2);
+    await expect(saveStep(tdb.db, taskId, first.attempt, 's', 9)).rejects.toBeInstanceOf(LeaseLostError);
     expect(await loadSteps(tdb.db, taskId)).toEqual(new Map([['s', 2]]));
     expect(
       await finishAttempt(tdb.db, taskId, second.attempt, { status: 'completed', result: { ok: true } }),
     ).toBe(true);
     const view = (await getTaskView(tdb.db, taskId, 'alice'))!;
     expect(view).toMatchObject({ status: 'completed', statusMessage: null, result: { ok: true } });
+  });
+
+  it('renews only this worker’s lease for this attempt', async () => {
+    const taskId = await newTask();
+    const claim = (await claimTask(tdb.db, taskId, 'w1', 1000))!;
+    expect(await renewLeases(tdb.db, 'w1', new Map([[taskId, claim.attempt]]), 60_000)).toEqual(
+      new Set([taskId]),
+    );
+    expect(await renewLeases(tdb.db, 'w2', new Map([[taskId, claim.attempt]]), 60_000)).toEqual(new Set());
+    expect(await renewLeases(tdb.db, 'w1', new Map([[taskId, claim.attempt - 1]]), 60_000)).toEqual(
+      new Set(),
+    );
+  });
+
+  it('a step that returned undefined replays as undefined', async () => {
+    const taskId = await newTask();
+    const claim = (await claimTask(tdb.db, taskId, 'w1', 10_000))!;
+    expect(await saveStep(tdb.db, taskId, claim.attempt, 'nothing', undefined)).toBeUndefined();
+    expect((await loadSteps(tdb.db, taskId)).get('nothing')).toBeUndefined();
+    expect((await loadSteps(tdb.db, taskId)).has('nothing')).toBe(true);
   });
 
   it('never changes a terminal task', async () => {
@@ -174,8 +196,12 @@ describe('guarded transitions in Postgres', () => {
     const claim = (await claimTask(tdb.db, running, 'w1', 10_000))!;
     expect(await requestCancel(tdb.db, running, 'alice')).toEqual({ cancelledNow: false });
     expect(await status(running)).toBe('working');
-    const [state] = await checkLeases(tdb.db, new Map([[running, claim.attempt]]), 10_000, false);
+    const [state] = await checkLeases(tdb.db, 'w1', new Map([[running, claim.attempt]]));
     expect(state).toEqual({ taskId: running, held: true, cancelRequested: true });
+    // Held means this worker's lease: another worker id does not hold it.
+    expect((await checkLeases(tdb.db, 'w2', new Map([[running, claim.attempt]])))[0]?.held).toBe(false);
+    // A duplicate delivery does not cancel it under the live attempt.
+    expect(await settleCancelRequest(tdb.db, running)).toBe(false);
     // The attempt may still win the race and complete; nothing after that changes it.
     expect(
       await finishAttempt(tdb.db, running, claim.attempt, {

@@ -45,11 +45,14 @@ export async function settleCancelRequest(db: Kysely<Database>, taskId: string):
       status: 'cancelled',
       status_message: 'Cancelled by request',
       leased_by: null,
+      lease_expires_at: null,
       last_updated_at: sql`now()`,
     })
     .where('task_id', '=', taskId)
     .where('status', 'in', ACTIVE_STATUSES)
     .where('cancel_requested_at', 'is not', null)
+    // Never under a live attempt: that one stops by itself and settles the cancel.
+    .where((eb) => eb.or([eb('leased_by', 'is', null), eb('lease_expires_at', '<', sql<Date>`now()`)]))
     .returning('task_id')
     .executeTakeFirst();
   return row !== undefined;

@@ -116,37 +116,54 @@ export interface LeaseState {
 
 /**
  * One query for every attempt a worker runs: which ones must stop (cancel requested, task no longer
- * `working`, or another attempt took over). With `renewLeases`, extends the leases of those still held.
+ * `working`, another attempt took over, or the lease was reclaimed). Held means this worker's lease, for
+ * this attempt, on a working task.
  */
 export async function checkLeases(
   db: Kysely<Database>,
+  workerId: string,
   attempts: ReadonlyMap<string, number>,
-  leaseMs: number,
-  renewLeases: boolean,
 ): Promise<LeaseState[]> {
   if (attempts.size === 0) return [];
   const ids = [...attempts.keys()];
   const rows = await db
     .selectFrom('tasks')
-    .select(['task_id', 'attempt', 'status', 'cancel_requested_at'])
+    .select(['task_id', 'attempt', 'status', 'leased_by', 'cancel_requested_at'])
     .where('task_id', 'in', ids)
     .execute();
   const byId = new Map(rows.map((r) => [r.task_id, r]));
-  const states = ids.map((taskId) => {
+  return ids.map((taskId) => {
     const row = byId.get(taskId);
-    const held = row !== undefined && row.attempt === attempts.get(taskId) && row.status === 'working';
+    const held =
+      row !== undefined &&
+      row.attempt === attempts.get(taskId) &&
+      row.status === 'working' &&
+      row.leased_by === workerId;
     return { taskId, held, cancelRequested: row?.cancel_requested_at != null };
   });
-  const renew = states.filter((s) => s.held && !s.cancelRequested).map((s) => s.taskId);
-  if (renewLeases && renew.length > 0) {
-    await db
-      .updateTable('tasks')
-      .set({ lease_expires_at: sql`now() + ${leaseMs} * interval '1 millisecond'` })
-      .where('task_id', 'in', renew)
-      .where('status', '=', 'working')
-      .execute();
-  }
-  return states;
+}
+
+/**
+ * Extends this worker's leases, each fenced by its attempt: a lease another attempt holds, or one the
+ * sweeper took back, is never touched. Returns the task ids whose lease was extended.
+ */
+export async function renewLeases(
+  db: Kysely<Database>,
+  workerId: string,
+  attempts: ReadonlyMap<string, number>,
+  leaseMs: number,
+): Promise<Set<string>> {
+  if (attempts.size === 0) return new Set();
+  const pairs = [...attempts].map(([taskId, attempt]) => sql`(${taskId}, ${attempt})`);
+  const rows = await db
+    .updateTable('tasks')
+    .set({ lease_expires_at: sql`now() + ${leaseMs} * interval '1 millisecond'` })
+    .where(sql<boolean>`(task_id, attempt) in (${sql.join(pairs)})`)
+    .where('leased_by', '=', workerId)
+    .where('status', '=', 'working')
+    .returning('task_id')
+    .execute();
+  return new Set(rows.map((r) => r.task_id));
 }
 
 /**

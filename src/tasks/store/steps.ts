@@ -9,7 +9,7 @@ export async function loadSteps(db: Kysely<Database>, taskId: string): Promise<M
     .select(['name', 'output'])
     .where('task_id', '=', taskId)
     .execute();
-  return new Map(rows.map((r) => [r.name, (r.output as { value: unknown }).value]));
+  return new Map(rows.map((r) => [r.name, (r.output as { value?: unknown }).value]));
 }
 
 /**
@@ -32,7 +32,8 @@ export async function saveStep(
         .select([
           eb.val(taskId).as('task_id'),
           eb.val(name).as('name'),
-          eb.val(JSON.stringify({ value: value ?? null })).as('output'),
+          // `{}` for undefined, so that a replay sees undefined again, not null.
+          eb.val(JSON.stringify(value === undefined ? {} : { value })).as('output'),
           eb.val(attempt).as('attempt'),
         ])
         .where('task_id', '=', taskId)
@@ -43,12 +44,17 @@ export async function saveStep(
     .returning('name')
     .executeTakeFirst();
   if (inserted !== undefined) return value;
+  // Not inserted: either the fence failed (another attempt took over: stop), or this very attempt
+  // recorded the step before (a repeated name): the recorded value wins.
   const existing = await db
-    .selectFrom('task_steps')
-    .select('output')
-    .where('task_id', '=', taskId)
-    .where('name', '=', name)
+    .selectFrom('task_steps as s')
+    .innerJoin('tasks as t', 't.task_id', 's.task_id')
+    .select('s.output')
+    .where('s.task_id', '=', taskId)
+    .where('s.name', '=', name)
+    .where('t.attempt', '=', attempt)
+    .where('t.status', '=', 'working')
     .executeTakeFirst();
   if (existing === undefined) throw new LeaseLostError(taskId, attempt);
-  return (existing.output as { value: unknown }).value;
+  return (existing.output as { value?: unknown }).value;
 }

@@ -1,0 +1,17 @@
+/**
+ * Whether an error means the database could not be reached or dropped the connection (retryable), as
+ * opposed to a statement the database refused (deterministic: retrying gives the same answer).
+ */
+export function isConnectionError(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : '';
+  const message = typeof e?.message === 'string' ? e.message : '';
+  return (
+    code.startsWith('08') || // connection exception
+    ['57P01', '57P02', '57P03', '53300'].includes(code) || // admin/crash shutdown, cannot connect now, too many connections
+    ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code) ||
+    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
+      message,
+    )
+  );
+}
