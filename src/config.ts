@@ -36,6 +36,8 @@ const ConfigSchema = z.object({
   MAX_JSON_DEPTH: intFromEnv(64, 1),
   MAX_ARGUMENTS_BYTES: intFromEnv(262_144, 1),
   MAX_INPUT_RESPONSES_BYTES: intFromEnv(65_536, 1),
+  /** Open subscriptions/listen streams per principal on one instance (429 above). */
+  MAX_SUBSCRIPTIONS_PER_PRINCIPAL: intFromEnv(32, 1),
   /** A tool result larger than this is not stored: the task fails with -32603 instead. */
   MAX_RESULT_BYTES: intFromEnv(1_048_576, 1),
   /** 429 for tasks/get polling a task faster than half its pollIntervalMs. */

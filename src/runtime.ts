@@ -149,6 +149,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         limits: {
           maxArgumentsBytes: config.MAX_ARGUMENTS_BYTES,
           maxInputResponsesBytes: config.MAX_INPUT_RESPONSES_BYTES,
+          maxSubscriptionsPerPrincipal: config.MAX_SUBSCRIPTIONS_PER_PRINCIPAL,
         },
         pollLimiter: config.RATE_LIMIT_POLLING ? new PollLimiter() : undefined,
       };

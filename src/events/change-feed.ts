@@ -33,9 +33,12 @@ export class ChangeFeed {
     this.#log = log;
   }
 
-  /** Resolves once the first LISTEN is in place. */
+  /** Resolves once the first LISTEN is in place (a failed start may be retried). */
   start(): Promise<void> {
-    this.#ready ??= this.#connect();
+    this.#ready ??= this.#connect().catch((err: unknown) => {
+      this.#ready = undefined;
+      throw err;
+    });
     return this.#ready;
   }
 
@@ -53,38 +56,69 @@ export class ChangeFeed {
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    clearInterval(this.#health);
     await this.#client?.end().catch(() => {});
     this.#client = undefined;
+  }
+
+  #health: NodeJS.Timeout | undefined;
+
+  #dispatch(channel: Channel, payload: string, listeners: Iterable<Listener>): void {
+    for (const listener of listeners) {
+      try {
+        listener(payload);
+      } catch (err) {
+        this.#log.warn('change feed listener failed', { channel, error: coerceError(err).message });
+      }
+    }
   }
 
   async #connect(): Promise<void> {
     const client = new pg.Client({
       connectionString: this.#connectionString,
       application_name: 'durable-mcp-tasks:listen',
+      keepAlive: true,
     });
     client.on('notification', (n) => {
       const channel = (Object.keys(CHANNELS) as Channel[]).find((c) => CHANNELS[c] === n.channel);
-      if (channel === undefined) return;
-      for (const listener of this.#listeners.get(channel) ?? []) listener(n.payload ?? '');
+      if (channel !== undefined)
+        this.#dispatch(channel, n.payload ?? '', [...(this.#listeners.get(channel) ?? [])]);
     });
     client.on('error', (err) => {
       this.#log.warn('change feed connection lost', { error: coerceError(err).message });
       void this.#reconnect(client);
     });
     client.on('end', () => void this.#reconnect(client));
-    await client.connect();
-    for (const name of Object.values(CHANNELS)) await client.query(`listen ${name}`);
+    try {
+      await client.connect();
+      for (const name of Object.values(CHANNELS)) await client.query(`listen ${name}`);
+    } catch (err) {
+      await client.end().catch(() => {});
+      throw err;
+    }
+    if (this.#stopped) {
+      await client.end().catch(() => {});
+      return;
+    }
     this.#client = client;
+    // A half-open socket never errors by itself: a cheap query now and then finds it.
+    clearInterval(this.#health);
+    this.#health = setInterval(() => {
+      client.query('select 1').catch(() => void this.#reconnect(client));
+    }, 30_000);
+    this.#health.unref();
   }
 
   async #reconnect(dead: pg.Client): Promise<void> {
     if (this.#stopped || this.#client !== dead) return;
     this.#client = undefined;
+    clearInterval(this.#health);
     await dead.end().catch(() => {});
     for (let delay = 100; !this.#stopped; delay = Math.min(delay * 2, 5000)) {
       await sleep(delay);
       try {
         await this.#connect();
+        if (this.#stopped) return;
         for (const listener of this.#resync) listener();
         return;
       } catch (err) {

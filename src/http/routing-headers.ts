@@ -27,7 +27,7 @@ export function decodeHeaderValue(value: string): string {
   if (m === null) return value;
   if (!BASE64.test(m[1]!)) throw new Error('invalid Base64');
   const bytes = Buffer.from(m[1]!, 'base64');
-  const text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  const text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
   return text;
 }
 

@@ -1,5 +1,4 @@
-import { z } from 'zod';
-import { ProtocolError, ProtocolErrorCode } from './errors.ts';
+import { describeIssues, ProtocolError, ProtocolErrorCode } from './errors.ts';
 import {
   JsonRpcMessageSchema,
   META_PROTOCOL_VERSION,
@@ -65,7 +64,7 @@ export function parseMessage(body: string, { maxDepth = 64 }: { maxDepth?: numbe
   const id = readId(json);
   const parsed = JsonRpcMessageSchema.safeParse(json);
   if (!parsed.success || (json as Record<string, unknown>).id === null) {
-    const detail = parsed.success ? 'id must not be null' : z.prettifyError(parsed.error);
+    const detail = parsed.success ? 'id must not be null' : describeIssues(parsed.error);
     return {
       kind: 'error',
       id,
@@ -89,7 +88,7 @@ export function parseRequestMeta(params: Record<string, unknown> | undefined): R
   if (!parsed.success) {
     throw new ProtocolError(
       ProtocolErrorCode.InvalidParams,
-      `Invalid params: _meta must carry ${META_PROTOCOL_VERSION} and io.modelcontextprotocol/clientCapabilities (${z.prettifyError(parsed.error)})`,
+      `Invalid params: _meta must carry ${META_PROTOCOL_VERSION} and io.modelcontextprotocol/clientCapabilities (${describeIssues(parsed.error)})`,
       undefined,
       400,
     );

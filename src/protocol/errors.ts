@@ -49,6 +49,15 @@ export class ToolNotFoundError extends Error {
 /** Application-defined (outside JSON-RPC's reserved range): a client polling faster than pollIntervalMs. */
 export const RATE_LIMITED_CODE = -31429;
 
+const MAX_ISSUES = 10;
+
+/** A readable account of a zod error, its first issues only: an error never outgrows the request. */
+export function describeIssues(err: ZodError): string {
+  const shown = z.prettifyError(new ZodError(err.issues.slice(0, MAX_ISSUES)));
+  const more = err.issues.length - MAX_ISSUES;
+  return more > 0 ? `${shown}\n(and ${more} more issues)` : shown;
+}
+
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 
 export function missingCapability(requiredCapabilities: Record<string, unknown>): ProtocolError {
@@ -72,7 +81,7 @@ export function missingTasksExtension(): ProtocolError {
 export function toProtocolError(err: unknown, onInternal?: (err: unknown) => void): ProtocolError {
   if (err instanceof ProtocolError) return err;
   if (err instanceof ZodError) {
-    return new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid params: ${z.prettifyError(err)}`);
+    return new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid params: ${describeIssues(err)}`);
   }
   if (err instanceof TaskNotFoundError) {
     return new ProtocolError(ProtocolErrorCode.InvalidParams, 'Failed to retrieve task: Task not found');

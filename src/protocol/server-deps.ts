@@ -27,7 +27,7 @@ export interface ServerDeps {
   /** How often a subscription re-reads its tasks in case a notification was lost. */
   subscriptionPollMs: number;
   /** Size limits on what a request may carry (UTF-8 bytes of the JSON). */
-  limits: { maxArgumentsBytes: number; maxInputResponsesBytes: number };
+  limits: { maxArgumentsBytes: number; maxInputResponsesBytes: number; maxSubscriptionsPerPrincipal: number };
   /** When set, tasks/get faster than the task's pollIntervalMs gets 429. */
   pollLimiter?: PollLimiter | undefined;
 }

@@ -16,7 +16,11 @@ function compileTemplate(template: string): (uri: string) => Record<string, stri
   return (uri) => {
     const m = re.exec(uri);
     if (m === null) return undefined;
-    return Object.fromEntries(names.map((n, i) => [n, decodeURIComponent(m[i + 1]!)]));
+    try {
+      return Object.fromEntries(names.map((n, i) => [n, decodeURIComponent(m[i + 1]!)]));
+    } catch {
+      return undefined; // malformed percent-encoding: no such resource
+    }
   };
 }
 

@@ -6,7 +6,7 @@ import { newTaskId } from './ids.ts';
 import { requestCancel } from './store/cancel.ts';
 import { insertTask, type NewTask } from './store/create.ts';
 import { answerInputRequests } from './store/input.ts';
-import { getTaskView, ownedTaskIds } from './store/read.ts';
+import { getTaskView, getTaskViews, ownedTaskIds } from './store/read.ts';
 import type { TaskView } from './store/view.ts';
 
 /** Enqueues a leg of a task's execution inside the caller's transaction. */
@@ -49,6 +49,10 @@ export class TaskService {
     const view = await getTaskView(this.#db, taskId, principal);
     if (view === undefined) throw new TaskNotFoundError(taskId);
     return view;
+  }
+
+  getMany(taskIds: readonly string[], principal: string): Promise<TaskView[]> {
+    return getTaskViews(this.#db, taskIds, principal);
   }
 
   /** The ids among `ids` that name tasks of `principal`. */

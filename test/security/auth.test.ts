@@ -127,6 +127,25 @@ describe('OAuth 2.1 resource server mode', () => {
     );
   });
 
+  it('rejects a token without exp, and a tenant that would make principals ambiguous', async () => {
+    const noExp = await new SignJWT({ scope: 'mcp:tools', tenant: 't1' })
+      .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+      .setSubject('user-1')
+      .setIssuer(ISSUER)
+      .setAudience(AUDIENCE)
+      .sign(signingKey);
+    expect((await mcp.request('server/discover', {}, { headers: bearer(noExp) })).status).toBe(401);
+    const slashed = await token({ tenant: 'a/b', sub: 'c' });
+    expect((await mcp.request('server/discover', {}, { headers: bearer(slashed) })).status).toBe(401);
+  });
+
+  it('accepts the bearer scheme in any case', async () => {
+    const t = await token({ tenant: 't1' });
+    expect(
+      (await mcp.request('server/discover', {}, { headers: { authorization: `bearer ${t}` } })).status,
+    ).toBe(200);
+  });
+
   it('rejects a token without the required scope with 403 insufficient_scope', async () => {
     const reply = await mcp.request(
       'server/discover',

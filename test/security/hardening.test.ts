@@ -7,6 +7,13 @@ import { countTasks, createTestDatabase, type TestDatabase } from '../helpers/db
 import { PROTOCOL_VERSION, RawMcp } from '../helpers/mcp.ts';
 import { startTestRuntime } from '../helpers/runtime.ts';
 
+const regional = defineTool({
+  name: 'regional',
+  description: 'mirrors region into Mcp-Param-Region (test tool)',
+  inputSchema: z.object({ region: z.string().meta({ 'x-mcp-header': 'Region' }) }),
+  handler: ({ region }) => ({ content: [{ type: 'text', text: region }] }),
+});
+
 const bigResult = defineTool({
   name: 'big_result',
   description: 'returns n bytes of text (test tool)',
@@ -23,7 +30,7 @@ beforeAll(async () => {
   tdb = await createTestDatabase();
   rt = await startTestRuntime({
     databaseUrl: tdb.url,
-    tools: [...SHIPPED_TOOLS, bigResult],
+    tools: [...SHIPPED_TOOLS, bigResult, regional],
     env: {
       MAX_ARGUMENTS_BYTES: '2000',
       MAX_INPUT_RESPONSES_BYTES: '1000',
@@ -31,6 +38,7 @@ beforeAll(async () => {
       MAX_JSON_DEPTH: '16',
       RATE_LIMIT_POLLING: 'true',
       TASK_POLL_INTERVAL_MS: '2000',
+      MAX_SUBSCRIPTIONS_PER_PRINCIPAL: '2',
     },
   });
   mcp = new RawMcp(rt.url);
@@ -159,6 +167,61 @@ describe('transport hardening', () => {
     expect((await mcp.request('tasks/get', { taskId: other.taskId })).status).toBe(200);
     await new Promise((r) => setTimeout(r, 1100));
     expect((await mcp.request('tasks/get', { taskId })).status).toBe(200);
+  });
+
+  it('checks Mcp-Param headers: raw non-ASCII bytes, or a value that does not match, get -32020', async () => {
+    const ok = await mcp.request(
+      'tools/call',
+      { name: 'regional', arguments: { region: 'eu-1' } },
+      { headers: { 'mcp-param-region': 'eu-1' } },
+    );
+    expect(ok.status).toBe(200);
+    // Raw UTF-8 bytes (an intermediary reads "é", Node "Ã©"): must come Base64-encoded instead.
+    const raw = await mcp.error(
+      'tools/call',
+      { name: 'regional', arguments: { region: 'Ã©' } },
+      { headers: { 'mcp-param-region': 'Ã©' } },
+    );
+    expect(raw).toMatchObject({ status: 400, code: -32020 });
+    const encoded = await mcp.request(
+      'tools/call',
+      { name: 'regional', arguments: { region: 'é' } },
+      {
+        headers: { 'mcp-param-region': `=?base64?${Buffer.from('é').toString('base64')}?=` },
+      },
+    );
+    expect(encoded.status).toBe(200);
+    expect(await mcp.error('tools/call', { name: 'regional', arguments: { region: 'eu-1' } })).toMatchObject({
+      status: 400,
+      code: -32020,
+    });
+  });
+
+  it('keeps validation errors small: the first issues only', async () => {
+    const inputResponses = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, i]));
+    const error = await mcp.error('tasks/update', { taskId: 'AAAAAAAAAAAAAAAAAAAAAAAA', inputResponses });
+    expect(error.code).toBe(-32602);
+    expect(error.message).toContain('(and 90 more issues)');
+  });
+
+  it('limits open subscriptions per principal (429)', async () => {
+    const { listen } = await import('../helpers/sse.ts');
+    const a = await listen(rt.url, { toolsListChanged: true });
+    const b = await listen(rt.url, { toolsListChanged: true });
+    await a.next();
+    await b.next();
+    expect(
+      await mcp.error('subscriptions/listen', { notifications: { toolsListChanged: true } }),
+    ).toMatchObject({
+      status: 429,
+    });
+    a.close();
+    await a.ended;
+    await new Promise((r) => setTimeout(r, 200));
+    const c = await listen(rt.url, { toolsListChanged: true });
+    expect((await c.next()).method).toBe('notifications/subscriptions/acknowledged');
+    b.close();
+    c.close();
   });
 
   it('never leaks internals in errors', async () => {

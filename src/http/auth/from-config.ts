@@ -57,7 +57,8 @@ export function securityFromConfig(
           requiredScopes,
         },
         resourceMetadata: {
-          resource: config.OAUTH_AUDIENCE ?? resource,
+          // The URL clients use (RFC 9728 §3.3); tokens may name another audience via OAUTH_AUDIENCE.
+          resource,
           authorization_servers: [config.OAUTH_ISSUER],
           bearer_methods_supported: ['header'],
           ...(requiredScopes.length > 0 ? { scopes_supported: requiredScopes } : {}),

@@ -47,7 +47,8 @@ export function authMiddleware(opts: AuthMiddlewareOptions): MiddlewareHandler<A
     const authorization = c.req.header('authorization');
     const result = await authenticate(authorization);
     if (!result.ok) {
-      c.header('WWW-Authenticate', challenge(result, opts, authorization !== undefined));
+      // Credentials of another scheme count as none (RFC 6750 §3.1: no error code then).
+      c.header('WWW-Authenticate', challenge(result, opts, /^bearer\s/i.test(authorization ?? '')));
       return c.json(
         {
           jsonrpc: '2.0',

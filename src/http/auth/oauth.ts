@@ -29,7 +29,7 @@ export function oauthAuthenticator(opts: OAuthOptions): Authenticator {
   });
   const required = opts.requiredScopes ?? [];
   return async (authorization) => {
-    const m = authorization === undefined ? null : /^Bearer ([A-Za-z0-9\-._~+/]+=*)$/.exec(authorization);
+    const m = authorization === undefined ? null : /^Bearer ([A-Za-z0-9\-._~+/]+=*)$/i.exec(authorization);
     if (m === null) {
       return { ok: false, status: 401, error: 'invalid_request', description: 'A bearer token is required' };
     }
@@ -39,6 +39,20 @@ export function oauthAuthenticator(opts: OAuthOptions): Authenticator {
         issuer: opts.issuer,
         audience: opts.audience,
         clockTolerance: opts.clockToleranceSeconds ?? 30,
+        // Asymmetric algorithms only (the key set is public), and tokens must expire.
+        algorithms: [
+          'RS256',
+          'RS384',
+          'RS512',
+          'PS256',
+          'PS384',
+          'PS512',
+          'ES256',
+          'ES384',
+          'ES512',
+          'EdDSA',
+        ],
+        requiredClaims: ['exp'],
       }));
     } catch (err) {
       const description =
@@ -55,7 +69,8 @@ export function oauthAuthenticator(opts: OAuthOptions): Authenticator {
     let principal = payload.sub;
     if (opts.tenantClaim !== undefined) {
       const tenant = payload[opts.tenantClaim];
-      if (typeof tenant !== 'string' || tenant === '') {
+      // A slash in the tenant would make `<tenant>/<sub>` ambiguous (a/b + c vs a + b/c).
+      if (typeof tenant !== 'string' || tenant === '' || tenant.includes('/')) {
         return {
           ok: false,
           status: 401,

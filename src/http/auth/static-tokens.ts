@@ -34,7 +34,7 @@ export function parseTokenTable(spec: string): Array<{ principal: string; hash: 
 export function staticTokenAuthenticator(spec: string): Authenticator {
   const table = parseTokenTable(spec);
   return async (authorization) => {
-    const m = authorization === undefined ? null : /^Bearer ([A-Za-z0-9\-._~+/]+=*)$/.exec(authorization);
+    const m = authorization === undefined ? null : /^Bearer ([A-Za-z0-9\-._~+/]+=*)$/i.exec(authorization);
     if (m === null) {
       return { ok: false, status: 401, error: 'invalid_request', description: 'A bearer token is required' };
     }

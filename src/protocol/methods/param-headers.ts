@@ -49,6 +49,8 @@ export function validateParamHeaders(
     const name = `Mcp-Param-${param.header}`;
     const raw = header(name);
     if (raw === undefined) throw mismatch(`required header ${name} is missing`);
+    // Visible ASCII, space and tab only (RFC 9110); anything else must come Base64-encoded.
+    if (!/^[\x20-\x7e\t]*$/.test(raw)) throw mismatch(`header ${name} contains invalid characters`);
     let decoded: string;
     try {
       decoded = decodeHeaderValue(raw);
@@ -57,7 +59,7 @@ export function validateParamHeaders(
     }
     const equal =
       typeof value === 'number'
-        ? decoded.trim() !== '' && Number(decoded) === value
+        ? /^-?\d+(\.0+)?$/.test(decoded) && Number(decoded) === value
         : (typeof value === 'string' || typeof value === 'boolean') && decoded === String(value);
     if (!equal) throw mismatch(`header ${name} does not match the body value at ${param.path.join('.')}`);
   }

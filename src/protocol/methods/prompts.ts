@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { MethodHandler } from '../context.ts';
-import { ProtocolError, ProtocolErrorCode } from '../errors.ts';
+import { describeIssues, ProtocolError, ProtocolErrorCode } from '../errors.ts';
 import { runWithMrtr } from '../mrtr.ts';
 import type { ServerDeps } from '../server-deps.ts';
 import { ListParamsSchema } from '../wire.ts';
@@ -32,7 +32,7 @@ export function promptsGet(deps: ServerDeps): MethodHandler {
     if (!parsed.success) {
       throw new ProtocolError(
         ProtocolErrorCode.InvalidParams,
-        `Invalid arguments for prompt ${name}: ${z.prettifyError(parsed.error)}`,
+        `Invalid arguments for prompt ${name}: ${describeIssues(parsed.error)}`,
       );
     }
     const outcome = await runWithMrtr(

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { coerceError } from '../../log.ts';
-import { toDetailedTask } from '../../tasks/store/view.ts';
+import { isTerminal } from '../../tasks/status.ts';
+import { toDetailedTask, type TaskView } from '../../tasks/store/view.ts';
 import type { MethodHandler, RequestContext } from '../context.ts';
-import { missingTasksExtension, ProtocolError, ProtocolErrorCode } from '../errors.ts';
+import { missingTasksExtension, ProtocolError, ProtocolErrorCode, RATE_LIMITED_CODE } from '../errors.ts';
 import type { ServerDeps } from '../server-deps.ts';
 import { META_SUBSCRIPTION_ID } from '../wire.ts';
 import { declaresTasks } from './tasks.ts';
@@ -31,6 +32,8 @@ const LIST_FLAG = {
  * connection from whichever process made them; a periodic re-read covers lost notifications.
  */
 export function subscriptionsListen(deps: ServerDeps): MethodHandler {
+  /** Open streams per principal on this instance. */
+  const open = new Map<string, number>();
   return async (ctx: RequestContext) => {
     const { notifications: filter } = ListenParamsSchema.parse(ctx.params);
     if (filter.taskIds !== undefined && !declaresTasks(ctx)) throw missingTasksExtension();
@@ -39,6 +42,10 @@ export function subscriptionsListen(deps: ServerDeps): MethodHandler {
     if (feed === undefined || notify === undefined) {
       throw new ProtocolError(ProtocolErrorCode.InternalError, 'Subscriptions are not available');
     }
+    if ((open.get(ctx.principal) ?? 0) >= deps.limits.maxSubscriptionsPerPrincipal) {
+      throw new ProtocolError(RATE_LIMITED_CODE, 'Too many open subscriptions', undefined, 429);
+    }
+    open.set(ctx.principal, (open.get(ctx.principal) ?? 0) + 1);
     const subscriptionId = ctx.id;
     const meta = { [META_SUBSCRIPTION_ID]: subscriptionId };
 
@@ -66,22 +73,45 @@ export function subscriptionsListen(deps: ServerDeps): MethodHandler {
     send('notifications/subscriptions/acknowledged', { notifications: honoured });
 
     const lastSent = new Map<string, string>();
-    const refresh = (taskId: string) => {
-      queue = queue.then(async () => {
-        try {
-          const view = await deps.tasks.get(taskId, ctx.principal);
-          const detailed = toDetailedTask(view);
-          const fingerprint = JSON.stringify(detailed);
-          if (lastSent.get(taskId) === fingerprint) return;
-          lastSent.set(taskId, fingerprint);
-          await notify({ method: 'notifications/tasks', params: { ...detailed, _meta: meta } });
-        } catch (err) {
-          ctx.log.debug('task notification skipped', { taskId, error: coerceError(err).message });
-        }
-      });
-    };
     const watched = new Set(taskIds);
-    const refreshAll = () => watched.forEach(refresh);
+    const publish = async (view: TaskView) => {
+      const detailed = toDetailedTask(view);
+      const fingerprint = JSON.stringify(detailed);
+      if (lastSent.get(view.taskId) === fingerprint) return;
+      lastSent.set(view.taskId, fingerprint);
+      // A finished task never changes again: stop watching it once its last state is out.
+      if (isTerminal(view.status)) watched.delete(view.taskId);
+      await notify({ method: 'notifications/tasks', params: { ...detailed, _meta: meta } });
+    };
+    // At most one read in flight per task, and one sweep over all of them: notifications can come much
+    // faster than reads, and a slow database must not pile reads up.
+    const pending = new Set<string>();
+    const refresh = (taskId: string) => {
+      if (pending.has(taskId)) return;
+      pending.add(taskId);
+      queue = queue
+        .then(async () => {
+          pending.delete(taskId);
+          if (!watched.has(taskId)) return;
+          await publish(await deps.tasks.get(taskId, ctx.principal));
+        })
+        .catch((err: unknown) =>
+          ctx.log.debug('task notification skipped', { taskId, error: coerceError(err).message }),
+        );
+    };
+    let sweeping = false;
+    const refreshAll = () => {
+      if (sweeping || watched.size === 0) return;
+      sweeping = true;
+      queue = queue
+        .then(async () => {
+          for (const view of await deps.tasks.getMany([...watched], ctx.principal)) await publish(view);
+        })
+        .catch((err: unknown) =>
+          ctx.log.debug('task notifications skipped', { error: coerceError(err).message }),
+        )
+        .finally(() => (sweeping = false));
+    };
 
     const unsubscribe = [
       feed.on('task', (taskId) => {
@@ -100,15 +130,19 @@ export function subscriptionsListen(deps: ServerDeps): MethodHandler {
     refreshAll();
     const backstop = watched.size > 0 ? setInterval(refreshAll, deps.subscriptionPollMs) : undefined;
 
+    // Listeners on long-lived signals are removed when the stream ends, or they would pile up.
+    const ended = new AbortController();
     try {
       await new Promise<void>((resolve) => {
         if (ctx.signal.aborted || deps.shutdown.aborted) return resolve();
-        ctx.signal.addEventListener('abort', () => resolve(), { once: true });
-        deps.shutdown.addEventListener('abort', () => resolve(), { once: true });
+        ctx.signal.addEventListener('abort', () => resolve(), { once: true, signal: ended.signal });
+        deps.shutdown.addEventListener('abort', () => resolve(), { once: true, signal: ended.signal });
       });
     } finally {
+      ended.abort();
       clearInterval(backstop);
       for (const off of unsubscribe) off();
+      open.set(ctx.principal, (open.get(ctx.principal) ?? 1) - 1);
     }
     await queue;
     if (ctx.signal.aborted) throw new Error('subscription closed by the client');

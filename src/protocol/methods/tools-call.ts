@@ -1,8 +1,7 @@
-import { z } from 'zod';
 import { toWireTask } from '../../tasks/store/view.ts';
 import type { MethodHandler, MethodResult } from '../context.ts';
 import { InputRequiredSignal } from '../../tools/sync-runtime.ts';
-import { missingTasksExtension, ProtocolError } from '../errors.ts';
+import { describeIssues, missingTasksExtension, ProtocolError } from '../errors.ts';
 import { runWithMrtr } from '../mrtr.ts';
 import { assertSize, assertStorable } from '../limits.ts';
 import type { ServerDeps } from '../server-deps.ts';
@@ -35,12 +34,15 @@ export function toolsCall(deps: ServerDeps): MethodHandler {
     const parsed = tool.inputSchema.safeParse(rawArgs);
     if (!parsed.success) {
       // A tool execution error, not a protocol error, so that a model can read it and correct itself.
-      return toolError(`Invalid arguments for tool ${tool.name}:\n${z.prettifyError(parsed.error)}`);
+      return toolError(`Invalid arguments for tool ${tool.name}:\n${describeIssues(parsed.error)}`);
     }
 
     const asTask = policy === 'required' || (policy === 'optional' && tasksDeclared);
     // A task's arguments are stored; a synchronous call's are not.
-    if (asTask) assertStorable('arguments', rawArgs);
+    if (asTask) {
+      assertStorable('arguments', rawArgs);
+      assertStorable('clientCapabilities', ctx.meta[META_CLIENT_CAPABILITIES]);
+    }
     const outcome = await runWithMrtr(
       deps,
       ctx,

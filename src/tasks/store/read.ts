@@ -3,23 +3,39 @@ import { TaskIdSchema } from '../../protocol/wire.ts';
 import type { Database } from '../../db/database.ts';
 import { TASK_VIEW_COLUMNS, toTaskView, type TaskView } from './view.ts';
 
-/** One indexed read by (taskId, principal); outstanding input requests folded in by a subquery. */
-export async function getTaskView(
-  db: Kysely<Database>,
-  taskId: string,
-  principal: string,
-): Promise<TaskView | undefined> {
-  const row = await db
+/** Tasks of one principal, with their outstanding input requests folded in by a subquery. */
+function views(db: Kysely<Database>, principal: string) {
+  return db
     .selectFrom('tasks as t')
     .select(TASK_VIEW_COLUMNS.map((c) => `t.${c}` as const))
     .select(
       sql<unknown>`(select jsonb_object_agg(r.key, r.request order by r.created_at, r.key)
         from task_input_requests r where r.task_id = t.task_id and r.response is null)`.as('input_requests'),
     )
-    .where('t.task_id', '=', taskId)
-    .where('t.principal', '=', principal)
-    .executeTakeFirst();
+    .where('t.principal', '=', principal);
+}
+
+/** One indexed read by (taskId, principal). */
+export async function getTaskView(
+  db: Kysely<Database>,
+  taskId: string,
+  principal: string,
+): Promise<TaskView | undefined> {
+  const row = await views(db, principal).where('t.task_id', '=', taskId).executeTakeFirst();
   return row === undefined ? undefined : toTaskView(row);
+}
+
+/** Several tasks of one principal in one query (subscriptions' periodic re-read). */
+export async function getTaskViews(
+  db: Kysely<Database>,
+  taskIds: readonly string[],
+  principal: string,
+): Promise<TaskView[]> {
+  if (taskIds.length === 0) return [];
+  const rows = await views(db, principal)
+    .where('t.task_id', 'in', [...taskIds])
+    .execute();
+  return rows.map(toTaskView);
 }
 
 export async function taskExists(db: Kysely<Database>, taskId: string, principal: string): Promise<boolean> {
