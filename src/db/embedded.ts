@@ -1,6 +1,9 @@
 import { execFile, spawn } from 'node:child_process';
 import {
+  chmodSync,
+  cpSync,
   existsSync,
+  renameSync,
   openSync,
   closeSync,
   readFileSync,
@@ -10,6 +13,7 @@ import {
   rmSync,
   statSync,
 } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -71,6 +75,40 @@ async function runAs(): Promise<{ uid: number; gid: number } | undefined> {
   }
 }
 
+function searchable(dir: string): boolean {
+  for (let d = dir; ; d = path.dirname(d)) {
+    if ((statSync(d).mode & 0o001) === 0) return false;
+    if (path.dirname(d) === d) return true;
+  }
+}
+
+/**
+ * As root, Postgres runs as the postgres user, who must be able to execute the binaries: when the
+ * project lives where that user cannot reach (e.g. under /root), the binaries are copied once to a
+ * world-readable directory under the system's temporary directory.
+ */
+function reachableBinaries(bins: Binaries): Binaries {
+  const nativeDir = path.dirname(path.dirname(bins.postgres));
+  if (searchable(path.dirname(bins.postgres))) return bins;
+  const copy = path.join(
+    tmpdir(),
+    `durable-mcp-tasks-pg-${createHash('sha256').update(nativeDir).digest('hex').slice(0, 12)}`,
+  );
+  if (!existsSync(path.join(copy, 'bin', path.basename(bins.postgres)))) {
+    const staging = `${copy}.${process.pid}`;
+    rmSync(staging, { recursive: true, force: true });
+    cpSync(nativeDir, staging, { recursive: true, verbatimSymlinks: true });
+    chmodSync(staging, 0o755);
+    try {
+      renameSync(staging, copy);
+    } catch {
+      rmSync(staging, { recursive: true, force: true }); // another process won the race
+    }
+  }
+  const rebase = (p: string) => path.join(copy, path.relative(nativeDir, p));
+  return { initdb: rebase(bins.initdb), postgres: rebase(bins.postgres) };
+}
+
 /** As root, Postgres runs as another user, who must be able to reach the data directory. */
 function assertTraversable(dir: string): void {
   for (let d = dir; ; d = path.dirname(d)) {
@@ -119,8 +157,8 @@ export async function startEmbeddedPostgres({
   const home = path.dirname(dir);
   const ownerFile = path.join(home, `${path.basename(dir)}.owner`);
   const logFile = path.join(home, `${path.basename(dir)}.log`);
-  const bins = await binaries();
   const ids = await runAs();
+  const bins = ids === undefined ? await binaries() : reachableBinaries(await binaries());
   mkdirSync(home, { recursive: true });
   if (ids !== undefined) assertTraversable(home);
 
