@@ -1,8 +1,11 @@
+import { afterAll, beforeAll } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { startRuntime, type Role, type Runtime } from '../../src/runtime.ts';
 import type { ToolDefinition } from '../../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
+import { createTestDatabase, type TestDatabase } from './db.ts';
+import { RawMcp } from './mcp.ts';
 
 export interface TestRuntimeOptions {
   databaseUrl: string;
@@ -37,4 +40,46 @@ export async function startTestRuntime(opts: TestRuntimeOptions): Promise<Runtim
     listen: (opts.role ?? 'all') !== 'worker',
   });
   return { ...runtime, url: runtime.url ?? '' };
+}
+
+export interface TestServer {
+  /** The file's own database (cloned from the migrated template). */
+  readonly tdb: TestDatabase;
+  readonly rt: Runtime & { url: string };
+  /** A raw client with the tasks extension and form elicitation declared. */
+  readonly mcp: RawMcp;
+}
+
+/**
+ * The usual test-file setup: a fresh database and a runtime (HTTP + workers) on it for the whole file,
+ * torn down after it. Properties are readable once the file's tests run.
+ */
+export function useTestServer(opts: Omit<TestRuntimeOptions, 'databaseUrl'> = {}): TestServer {
+  let tdb: TestDatabase | undefined;
+  let rt: (Runtime & { url: string }) | undefined;
+  let mcp: RawMcp | undefined;
+  beforeAll(async () => {
+    tdb = await createTestDatabase();
+    rt = await startTestRuntime({ ...opts, databaseUrl: tdb.url });
+    mcp = new RawMcp(rt.url);
+  });
+  afterAll(async () => {
+    await rt?.stop();
+    await tdb?.drop();
+  });
+  const ready = <T>(v: T | undefined): T => {
+    if (v === undefined) throw new Error('the test server is not started yet');
+    return v;
+  };
+  return {
+    get tdb() {
+      return ready(tdb);
+    },
+    get rt() {
+      return ready(rt);
+    },
+    get mcp() {
+      return ready(mcp);
+    },
+  };
 }

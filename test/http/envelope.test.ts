@@ -1,22 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Runtime } from '../../src/runtime.ts';
-import { countTasks, createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { PROTOCOL_VERSION, RawMcp, TASK_CAPS } from '../helpers/mcp.ts';
-import { startTestRuntime } from '../helpers/runtime.ts';
+import { describe, expect, it } from 'vitest';
+import { countTasks } from '../helpers/db.ts';
+import { PROTOCOL_VERSION, TASK_CAPS } from '../helpers/mcp.ts';
+import { useTestServer } from '../helpers/runtime.ts';
 
-let tdb: TestDatabase;
-let rt: Runtime & { url: string };
-let mcp: RawMcp;
-
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  rt = await startTestRuntime({ databaseUrl: tdb.url, env: { MAX_BODY_BYTES: '20000' } });
-  mcp = new RawMcp(rt.url);
-});
-afterAll(async () => {
-  await rt?.stop();
-  await tdb?.drop();
-});
+const server = useTestServer({ env: { MAX_BODY_BYTES: '20000' } });
 
 const META = {
   'io.modelcontextprotocol/protocolVersion': PROTOCOL_VERSION,
@@ -28,7 +15,7 @@ const discoverBody = (params: Record<string, unknown> = { _meta: META }, id: unk
 
 describe('the Streamable HTTP endpoint (2026-07-28, stateless)', () => {
   it('answers server/discover with versions, capabilities, serverInfo and caching hints', async () => {
-    const result = await mcp.result('server/discover', {}, { caps: {} });
+    const result = await server.mcp.result('server/discover', {}, { caps: {} });
     expect(result).toMatchObject({
       resultType: 'complete',
       supportedVersions: ['2026-07-28'],
@@ -40,12 +27,12 @@ describe('the Streamable HTTP endpoint (2026-07-28, stateless)', () => {
   });
 
   it.each(['GET', 'DELETE'])('rejects %s with 405', async (method) => {
-    const reply = await mcp.post('', {}, method);
+    const reply = await server.mcp.post('', {}, method);
     expect(reply.status).toBe(405);
   });
 
   it('accepts a notification with 202 and no body', async () => {
-    const reply = await mcp.post(
+    const reply = await server.mcp.post(
       JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } }),
       HEADERS,
     );
@@ -54,7 +41,7 @@ describe('the Streamable HTTP endpoint (2026-07-28, stateless)', () => {
   });
 
   it('rejects a body that is not JSON with 400 and -32700', async () => {
-    const reply = await mcp.post('{"jsonrpc": "2.0", "id": 1, ', HEADERS);
+    const reply = await server.mcp.post('{"jsonrpc": "2.0", "id": 1, ', HEADERS);
     expect(reply.status).toBe(400);
     expect(reply.body).toMatchObject({ jsonrpc: '2.0', error: { code: -32700 } });
     expect(reply.body).not.toHaveProperty('id');
@@ -71,7 +58,7 @@ describe('the Streamable HTTP endpoint (2026-07-28, stateless)', () => {
     ],
     ['a response', JSON.stringify({ jsonrpc: '2.0', id: 1, result: {} })],
   ])('rejects %s with 400 and -32600', async (_what, body) => {
-    const reply = await mcp.post(body, HEADERS);
+    const reply = await server.mcp.post(body, HEADERS);
     expect(reply.status).toBe(400);
     expect(reply.body.error.code).toBe(-32600);
   });
@@ -89,19 +76,19 @@ describe('the Streamable HTTP endpoint (2026-07-28, stateless)', () => {
       { _meta: { ...META, 'io.modelcontextprotocol/protocolVersion': 20260728 } },
     ],
   ])('rejects a request with %s: 400 and -32602, id echoed', async (_what, params) => {
-    const reply = await mcp.post(discoverBody(params, 'req-9'), HEADERS);
+    const reply = await server.mcp.post(discoverBody(params, 'req-9'), HEADERS);
     expect(reply.status).toBe(400);
     expect(reply.body).toMatchObject({ id: 'req-9', error: { code: -32602 } });
   });
 
   it('accepts a request without clientInfo', async () => {
-    const reply = await mcp.post(discoverBody(), HEADERS);
+    const reply = await server.mcp.post(discoverBody(), HEADERS);
     expect(reply.status).toBe(200);
     expect(reply.body.result.resultType).toBe('complete');
   });
 
   it('rejects an unsupported protocol version with 400, -32022 and the supported versions', async () => {
-    const error = await mcp.error(
+    const error = await server.mcp.error(
       'server/discover',
       {},
       {
@@ -131,12 +118,16 @@ describe('the Streamable HTTP endpoint (2026-07-28, stateless)', () => {
         { 'mcp-name': `=?base64?${Buffer.from('ech0').toString('base64')}?=` },
       ],
     ])('%s → 400 and -32020', async (_what, headers) => {
-      const error = await mcp.error('tools/call', { name: 'echo', arguments: { text: 'x' } }, { headers });
+      const error = await server.mcp.error(
+        'tools/call',
+        { name: 'echo', arguments: { text: 'x' } },
+        { headers },
+      );
       expect(error).toMatchObject({ status: 400, code: -32020 });
     });
 
     it('decodes a Base64 sentinel Mcp-Name before comparing', async () => {
-      const result = await mcp.callTool(
+      const result = await server.mcp.callTool(
         'echo',
         { text: 'hi' },
         { headers: { 'mcp-name': `=?base64?${Buffer.from('echo').toString('base64')}?=` } },
@@ -148,11 +139,11 @@ describe('the Streamable HTTP endpoint (2026-07-28, stateless)', () => {
       '%s needs Mcp-Name equal to params.taskId',
       async (method) => {
         const params = { taskId: 'abc', inputResponses: {} };
-        expect(await mcp.error(method, params, { headers: { 'mcp-name': undefined } })).toMatchObject({
+        expect(await server.mcp.error(method, params, { headers: { 'mcp-name': undefined } })).toMatchObject({
           status: 400,
           code: -32020,
         });
-        expect(await mcp.error(method, params, { headers: { 'mcp-name': 'abd' } })).toMatchObject({
+        expect(await server.mcp.error(method, params, { headers: { 'mcp-name': 'abd' } })).toMatchObject({
           status: 400,
           code: -32020,
         });
@@ -160,7 +151,7 @@ describe('the Streamable HTTP endpoint (2026-07-28, stateless)', () => {
     );
 
     it('ignores Mcp-Session-Id and Last-Event-ID, and mints no session', async () => {
-      const reply = await mcp.request(
+      const reply = await server.mcp.request(
         'server/discover',
         {},
         { headers: { 'mcp-session-id': 'abc', 'last-event-id': '3' } },
@@ -179,7 +170,7 @@ describe('the Streamable HTTP endpoint (2026-07-28, stateless)', () => {
     'resources/subscribe',
     'no/such',
   ])('answers the unknown method %s with 404 and -32601', async (method) => {
-    const error = await mcp.error(method, { taskId: 'x' }, { headers: { 'mcp-name': 'x' } });
+    const error = await server.mcp.error(method, { taskId: 'x' }, { headers: { 'mcp-name': 'x' } });
     expect(error).toMatchObject({ status: 404, code: -32601 });
   });
 
@@ -189,7 +180,7 @@ describe('the Streamable HTTP endpoint (2026-07-28, stateless)', () => {
       ['tools/list', {}],
       ['tools/call', { name: 'echo', arguments: { text: 'a' } }],
     ] as const) {
-      const result = await mcp.result(method, params);
+      const result = await server.mcp.result(method, params);
       expect(result.resultType).toBe('complete');
       expect(result._meta['io.modelcontextprotocol/serverInfo']).toEqual({
         name: 'durable-mcp-tasks',
@@ -199,8 +190,8 @@ describe('the Streamable HTTP endpoint (2026-07-28, stateless)', () => {
   });
 
   it('rejects a body over the configured limit with 413 and keeps serving', async () => {
-    const before = await countTasks(tdb.db);
-    const reply = await mcp.post(
+    const before = await countTasks(server.tdb.db);
+    const reply = await server.mcp.post(
       JSON.stringify({
         jsonrpc: '2.0',
         id: 1,
@@ -215,15 +206,15 @@ describe('the Streamable HTTP endpoint (2026-07-28, stateless)', () => {
     );
     expect(reply.status).toBe(413);
     expect(reply.body.error.code).toBe(-32600);
-    expect(await countTasks(tdb.db)).toBe(before);
-    expect((await mcp.result('server/discover')).resultType).toBe('complete');
+    expect(await countTasks(server.tdb.db)).toBe(before);
+    expect((await server.mcp.result('server/discover')).resultType).toBe('complete');
   });
 
   it('rejects a foreign Origin with 403 (DNS rebinding) and accepts a loopback one', async () => {
-    const evil = await mcp.post(discoverBody(), { ...HEADERS, origin: 'http://evil.example.com' });
+    const evil = await server.mcp.post(discoverBody(), { ...HEADERS, origin: 'http://evil.example.com' });
     expect(evil.status).toBe(403);
     expect(evil.body.error).toBeDefined();
-    const local = await mcp.post(discoverBody(), { ...HEADERS, origin: 'http://localhost:5173' });
+    const local = await server.mcp.post(discoverBody(), { ...HEADERS, origin: 'http://localhost:5173' });
     expect(local.status).toBe(200);
   });
 });

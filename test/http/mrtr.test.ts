@@ -1,10 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { Runtime } from '../../src/runtime.ts';
 import { defineTool } from '../../src/tools/define.ts';
-import { countTasks, createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { RawMcp } from '../helpers/mcp.ts';
-import { startTestRuntime } from '../helpers/runtime.ts';
+import { countTasks } from '../helpers/db.ts';
+import { useTestServer } from '../helpers/runtime.ts';
 
 const nameForm = {
   message: 'Your name?',
@@ -57,28 +55,15 @@ const needsSampling = defineTool({
   },
 });
 
-let tdb: TestDatabase;
-let rt: Runtime & { url: string };
-let mcp: RawMcp;
-
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  rt = await startTestRuntime({
-    databaseUrl: tdb.url,
-    tools: [askName, twoRounds, preparedTask, needsSampling],
-  });
-  mcp = new RawMcp(rt.url);
-});
-afterAll(async () => {
-  await rt?.stop();
-  await tdb?.drop();
+const server = useTestServer({
+  tools: [askName, twoRounds, preparedTask, needsSampling],
 });
 
 const accept = (name: string) => ({ action: 'accept', content: { name } });
 
 describe('multi round-trip requests on the synchronous leg', () => {
   it('answers with an InputRequiredResult, then completes on the retry', async () => {
-    const first = await mcp.callTool('ask_name', {});
+    const first = await server.mcp.callTool('ask_name', {});
     expect(first).toMatchObject({
       resultType: 'input_required',
       inputRequests: {
@@ -86,7 +71,7 @@ describe('multi round-trip requests on the synchronous leg', () => {
       },
     });
     expect(typeof first.requestState).toBe('string');
-    const done = await mcp.result('tools/call', {
+    const done = await server.mcp.result('tools/call', {
       name: 'ask_name',
       arguments: {},
       inputResponses: { user_name: accept('Ada') },
@@ -94,7 +79,7 @@ describe('multi round-trip requests on the synchronous leg', () => {
     });
     expect(done).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'Hello, Ada!' }] });
     // The answer alone is enough when nothing earlier needs carrying.
-    const stateless = await mcp.result('tools/call', {
+    const stateless = await server.mcp.result('tools/call', {
       name: 'ask_name',
       arguments: { greeting: 'Hi' },
       inputResponses: { user_name: accept('Bob') },
@@ -103,9 +88,9 @@ describe('multi round-trip requests on the synchronous leg', () => {
   });
 
   it('carries earlier answers through requestState across rounds', async () => {
-    const r1 = await mcp.callTool('two_rounds', {});
+    const r1 = await server.mcp.callTool('two_rounds', {});
     expect(Object.keys(r1.inputRequests)).toEqual(['first']);
-    const r2 = await mcp.result('tools/call', {
+    const r2 = await server.mcp.result('tools/call', {
       name: 'two_rounds',
       arguments: {},
       inputResponses: { first: accept('Ann') },
@@ -113,7 +98,7 @@ describe('multi round-trip requests on the synchronous leg', () => {
     });
     expect(r2.resultType).toBe('input_required');
     expect(Object.keys(r2.inputRequests)).toEqual(['second_for_Ann']);
-    const r3 = await mcp.result('tools/call', {
+    const r3 = await server.mcp.result('tools/call', {
       name: 'two_rounds',
       arguments: {},
       inputResponses: { second_for_Ann: accept('Bo') },
@@ -123,7 +108,7 @@ describe('multi round-trip requests on the synchronous leg', () => {
   });
 
   it('rejects a tampered, foreign or rebound requestState with -32602', async () => {
-    const r1 = await mcp.callTool('two_rounds', {});
+    const r1 = await server.mcp.callTool('two_rounds', {});
     const state = r1.requestState as string;
     const [body, mac] = state.split('.');
     const payload = JSON.parse(Buffer.from(body!, 'base64url').toString()) as { r: Record<string, unknown> };
@@ -136,29 +121,29 @@ describe('multi round-trip requests on the synchronous leg', () => {
       ['ask_name', {}, state], // bound to another tool
       ['two_rounds', { extra: 1 }, state], // bound to other arguments
     ] as const) {
-      const error = await mcp.error('tools/call', { name, arguments: args, requestState });
+      const error = await server.mcp.error('tools/call', { name, arguments: args, requestState });
       expect(error).toMatchObject({ code: -32602, message: 'Invalid requestState' });
     }
   });
 
   it('resolves MRTR before creating the task, then runs the task with the answer', async () => {
-    const before = await countTasks(tdb.db);
-    const first = await mcp.callTool('prepared_task', {});
+    const before = await countTasks(server.tdb.db);
+    const first = await server.mcp.callTool('prepared_task', {});
     expect(first.resultType).toBe('input_required');
-    expect(await countTasks(tdb.db)).toBe(before);
-    const created = await mcp.result('tools/call', {
+    expect(await countTasks(server.tdb.db)).toBe(before);
+    const created = await server.mcp.result('tools/call', {
       name: 'prepared_task',
       arguments: {},
       inputResponses: { user_name: accept('Cy') },
       requestState: first.requestState,
     });
     expect(created.resultType).toBe('task');
-    const done = await mcp.waitForTask(created.taskId);
+    const done = await server.mcp.waitForTask(created.taskId);
     expect(done.result.content[0].text).toBe('task for Cy');
   });
 
   it('refuses input requests the client did not declare support for (-32021)', async () => {
-    const error = await mcp.error(
+    const error = await server.mcp.error(
       'tools/call',
       { name: 'needs_sampling', arguments: {} },
       { caps: { elicitation: {} } },
@@ -168,7 +153,11 @@ describe('multi round-trip requests on the synchronous leg', () => {
       code: -32021,
       data: { requiredCapabilities: { sampling: {} } },
     });
-    const noElicitation = await mcp.error('tools/call', { name: 'ask_name', arguments: {} }, { caps: {} });
+    const noElicitation = await server.mcp.error(
+      'tools/call',
+      { name: 'ask_name', arguments: {} },
+      { caps: {} },
+    );
     expect(noElicitation).toMatchObject({
       code: -32021,
       data: { requiredCapabilities: { elicitation: {} } },

@@ -1,12 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { Runtime } from '../../src/runtime.ts';
 import { defineTool } from '../../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
-import { countTasks, createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { countTasks } from '../helpers/db.ts';
 import { PROTOCOL_VERSION, RawMcp, TASK_CAPS } from '../helpers/mcp.ts';
-import { startTestRuntime } from '../helpers/runtime.ts';
+import { useTestServer } from '../helpers/runtime.ts';
 import { expectedAnalysis } from '../helpers/analysis.ts';
 
 const aborted: string[] = [];
@@ -27,26 +26,13 @@ const sleeper = defineTool({
   },
 });
 
-let tdb: TestDatabase;
-let rt: Runtime & { url: string };
-let mcp: RawMcp;
-let plain: RawMcp;
-
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  rt = await startTestRuntime({ databaseUrl: tdb.url, tools: [...SHIPPED_TOOLS, sleeper] });
-  mcp = new RawMcp(rt.url);
-  plain = new RawMcp(rt.url, {});
-});
-afterAll(async () => {
-  await rt?.stop();
-  await tdb?.drop();
-});
+const server = useTestServer({ tools: [...SHIPPED_TOOLS, sleeper] });
+const plain = () => new RawMcp(server.rt.url, {});
 
 describe('tools/list', () => {
   it('lists the shipped tools in a deterministic order with JSON Schema 2020-12 input schemas', async () => {
-    const first = await mcp.result('tools/list');
-    const second = await mcp.result('tools/list');
+    const first = await server.mcp.result('tools/list');
+    const second = await server.mcp.result('tools/list');
     expect(first.tools).toEqual(second.tools);
     expect(first.tools.map((t: { name: string }) => t.name)).toEqual([
       'analyze_numbers',
@@ -71,28 +57,28 @@ describe('tools/list', () => {
   });
 
   it('rejects a cursor it never issued with -32602', async () => {
-    expect(await mcp.error('tools/list', { cursor: 'bogus' })).toMatchObject({ code: -32602 });
+    expect(await server.mcp.error('tools/list', { cursor: 'bogus' })).toMatchObject({ code: -32602 });
   });
 });
 
 describe('tools/call', () => {
   it('runs echo synchronously, also for a client that declared the tasks extension', async () => {
-    expect(await mcp.callTool('echo', { text: 'héllo' })).toMatchObject({
+    expect(await server.mcp.callTool('echo', { text: 'héllo' })).toMatchObject({
       resultType: 'complete',
       content: [{ type: 'text', text: 'héllo' }],
     });
   });
 
   it('runs analyze_numbers synchronously for a client without the extension', async () => {
-    const before = await countTasks(tdb.db);
-    const result = await plain.callTool('analyze_numbers', { count: 2500, chunkSize: 1000 });
+    const before = await countTasks(server.tdb.db);
+    const result = await plain().callTool('analyze_numbers', { count: 2500, chunkSize: 1000 });
     expect(result.resultType).toBe('complete');
     expect(result.structuredContent).toEqual(expectedAnalysis(2500, 1000));
-    expect(await countTasks(tdb.db)).toBe(before);
+    expect(await countTasks(server.tdb.db)).toBe(before);
   });
 
   it('makes analyze_numbers a task for a client with the extension, stored before the answer', async () => {
-    const created = await mcp.callTool('analyze_numbers', { count: 10 });
+    const created = await server.mcp.callTool('analyze_numbers', { count: 10 });
     expect(created).toMatchObject({
       resultType: 'task',
       status: 'working',
@@ -100,18 +86,18 @@ describe('tools/call', () => {
       pollIntervalMs: 20,
     });
     expect(created.taskId).toMatch(/^[A-Za-z0-9_-]{24,}$/);
-    const row = await tdb.db
+    const row = await server.tdb.db
       .selectFrom('tasks')
       .selectAll()
       .where('task_id', '=', created.taskId)
       .executeTakeFirst();
     expect(row?.principal).toBe('local');
-    const done = await mcp.waitForTask(created.taskId);
+    const done = await server.mcp.waitForTask(created.taskId);
     expect(done.result.structuredContent).toEqual(expectedAnalysis(10, 100_000));
   });
 
   it('refuses a task-required tool to a client without the extension with -32021', async () => {
-    const error = await plain.error('tools/call', { name: 'confirm_action', arguments: { action: 'x' } });
+    const error = await plain().error('tools/call', { name: 'confirm_action', arguments: { action: 'x' } });
     expect(error).toMatchObject({
       status: 400,
       code: -32021,
@@ -120,13 +106,13 @@ describe('tools/call', () => {
   });
 
   it('ignores a legacy task parameter', async () => {
-    const result = await mcp.result('tools/call', {
+    const result = await server.mcp.result('tools/call', {
       name: 'echo',
       arguments: { text: 't' },
       task: { ttl: 1000 },
     });
     expect(result.resultType).toBe('complete');
-    const sync = await plain.result('tools/call', {
+    const sync = await plain().result('tools/call', {
       name: 'analyze_numbers',
       arguments: { count: 3 },
       task: { ttl: 1000 },
@@ -135,7 +121,7 @@ describe('tools/call', () => {
   });
 
   it('answers an unknown tool with -32602', async () => {
-    expect(await mcp.error('tools/call', { name: 'nope', arguments: {} })).toMatchObject({
+    expect(await server.mcp.error('tools/call', { name: 'nope', arguments: {} })).toMatchObject({
       status: 200,
       code: -32602,
     });
@@ -149,21 +135,21 @@ describe('tools/call', () => {
     [{}],
     [{ count: 10, delayMsPerChunk: -1 }],
   ])('reports invalid arguments %j as a tool error and creates no task', async (args) => {
-    const before = await countTasks(tdb.db);
-    const result = await mcp.callTool('analyze_numbers', args);
+    const before = await countTasks(server.tdb.db);
+    const result = await server.mcp.callTool('analyze_numbers', args);
     expect(result).toMatchObject({ resultType: 'complete', isError: true });
     expect(result.content[0].text).toMatch(/^Invalid arguments for tool analyze_numbers:/);
-    expect(await countTasks(tdb.db)).toBe(before);
+    expect(await countTasks(server.tdb.db)).toBe(before);
   });
 
   it('rejects arguments that are not an object with -32602', async () => {
-    expect(await mcp.error('tools/call', { name: 'echo', arguments: 'text' })).toMatchObject({
+    expect(await server.mcp.error('tools/call', { name: 'echo', arguments: 'text' })).toMatchObject({
       code: -32602,
     });
   });
 
   it('streams progress as SSE when the request carries a progressToken', async () => {
-    const reply = await plain.request(
+    const reply = await plain().request(
       'tools/call',
       { name: 'analyze_numbers', arguments: { count: 500, chunkSize: 100 } },
       { meta: { progressToken: 'p1' } },
@@ -193,7 +179,7 @@ describe('tools/call', () => {
         },
       },
     });
-    const res = await fetch(rt.url, {
+    const res = await fetch(server.rt.url, {
       method: 'POST',
       signal: abort.signal,
       headers: {
@@ -213,6 +199,6 @@ describe('tools/call', () => {
     while (!aborted.includes('closed-stream') && Date.now() < deadline) await sleep(20);
     expect(aborted).toContain('closed-stream');
     // The server goes on serving.
-    expect((await mcp.result('server/discover')).resultType).toBe('complete');
+    expect((await server.mcp.result('server/discover')).resultType).toBe('complete');
   });
 });

@@ -1,11 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { Runtime } from '../../src/runtime.ts';
 import { defineTool } from '../../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
-import { countTasks, createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { PROTOCOL_VERSION, RawMcp } from '../helpers/mcp.ts';
-import { startTestRuntime } from '../helpers/runtime.ts';
+import { countTasks } from '../helpers/db.ts';
+import { PROTOCOL_VERSION } from '../helpers/mcp.ts';
+import { useTestServer } from '../helpers/runtime.ts';
 
 const regional = defineTool({
   name: 'regional',
@@ -22,30 +21,17 @@ const bigResult = defineTool({
   handler: ({ n }) => ({ content: [{ type: 'text', text: 'x'.repeat(n) }] }),
 });
 
-let tdb: TestDatabase;
-let rt: Runtime & { url: string };
-let mcp: RawMcp;
-
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  rt = await startTestRuntime({
-    databaseUrl: tdb.url,
-    tools: [...SHIPPED_TOOLS, bigResult, regional],
-    env: {
-      MAX_ARGUMENTS_BYTES: '2000',
-      MAX_INPUT_RESPONSES_BYTES: '1000',
-      MAX_RESULT_BYTES: '5000',
-      MAX_JSON_DEPTH: '16',
-      RATE_LIMIT_POLLING: 'true',
-      TASK_POLL_INTERVAL_MS: '2000',
-      MAX_SUBSCRIPTIONS_PER_PRINCIPAL: '2',
-    },
-  });
-  mcp = new RawMcp(rt.url);
-});
-afterAll(async () => {
-  await rt?.stop();
-  await tdb?.drop();
+const server = useTestServer({
+  tools: [...SHIPPED_TOOLS, bigResult, regional],
+  env: {
+    MAX_ARGUMENTS_BYTES: '2000',
+    MAX_INPUT_RESPONSES_BYTES: '1000',
+    MAX_RESULT_BYTES: '5000',
+    MAX_JSON_DEPTH: '16',
+    RATE_LIMIT_POLLING: 'true',
+    TASK_POLL_INTERVAL_MS: '2000',
+    MAX_SUBSCRIPTIONS_PER_PRINCIPAL: '2',
+  },
 });
 
 describe('transport hardening', () => {
@@ -65,7 +51,7 @@ describe('transport hardening', () => {
     const send = (host: string) =>
       new Promise<number>((resolve, reject) => {
         const req = request(
-          rt.url,
+          server.rt.url,
           {
             method: 'POST',
             headers: {
@@ -87,12 +73,12 @@ describe('transport hardening', () => {
     expect(await send('evil.example.com')).toBe(403);
     expect(await send('attacker.test:3000')).toBe(403);
     expect(await send('localhost:3000')).toBe(200);
-    expect(await send(new URL(rt.url).host)).toBe(200);
+    expect(await send(new URL(server.rt.url).host)).toBe(200);
   });
 
   it('rejects JSON nested deeper than the limit with 400 and -32600', async () => {
     const deep = '['.repeat(40) + ']'.repeat(40);
-    const reply = await mcp.post(
+    const reply = await server.mcp.post(
       `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x","deep":${deep}}}}`,
       { 'mcp-protocol-version': PROTOCOL_VERSION, 'mcp-method': 'tools/call', 'mcp-name': 'echo' },
     );
@@ -103,46 +89,46 @@ describe('transport hardening', () => {
     });
     // Brackets inside strings do not count.
     expect(
-      (await mcp.callTool('echo', { text: '[[[[[[[[[[[[[[[[[[[[[[[[[[[[' })).content[0].text,
+      (await server.mcp.callTool('echo', { text: '[[[[[[[[[[[[[[[[[[[[[[[[[[[[' })).content[0].text,
     ).toHaveLength(28);
   });
 
   it('limits argument size (-32602, no task created)', async () => {
-    const before = await countTasks(tdb.db);
-    const error = await mcp.error('tools/call', {
+    const before = await countTasks(server.tdb.db);
+    const error = await server.mcp.error('tools/call', {
       name: 'analyze_numbers',
       arguments: { count: 5, pad: 'x'.repeat(3000) },
     });
     expect(error).toMatchObject({ code: -32602 });
     expect(error.message).toMatch(/arguments is \d+ bytes, over the limit of 2000/);
-    expect(await countTasks(tdb.db)).toBe(before);
+    expect(await countTasks(server.tdb.db)).toBe(before);
   });
 
   it('limits inputResponses size (-32602, the task unchanged)', async () => {
-    const { taskId } = await mcp.callTool('confirm_action', { action: 'a' });
+    const { taskId } = await server.mcp.callTool('confirm_action', { action: 'a' });
     // Polls no faster than the rate limit allows (half the task's 2000 ms pollIntervalMs).
     let task;
     do {
       await new Promise((r) => setTimeout(r, 1100));
-      task = await mcp.getTask(taskId);
+      task = await server.mcp.getTask(taskId);
     } while (task.status !== 'input_required');
     await new Promise((r) => setTimeout(r, 1100));
-    const error = await mcp.error('tasks/update', {
+    const error = await server.mcp.error('tasks/update', {
       taskId,
       inputResponses: { confirm: { action: 'accept', content: { confirm: true, pad: 'y'.repeat(2000) } } },
     });
     expect(error).toMatchObject({ code: -32602 });
     expect(error.message).toMatch(/inputResponses is \d+ bytes, over the limit of 1000/);
-    expect((await mcp.getTask(taskId)).status).toBe('input_required');
+    expect((await server.mcp.getTask(taskId)).status).toBe('input_required');
   });
 
   it('fails a task whose result exceeds the stored-result limit, with a clear error', async () => {
-    const small = await mcp.callTool('big_result', { n: 100 });
-    const big = await mcp.callTool('big_result', { n: 10_000 });
+    const small = await server.mcp.callTool('big_result', { n: 100 });
+    const big = await server.mcp.callTool('big_result', { n: 10_000 });
     const wait = async (taskId: string) => {
       for (;;) {
         await new Promise((r) => setTimeout(r, 2000));
-        const t = await mcp.getTask(taskId);
+        const t = await server.mcp.getTask(taskId);
         if (t.status !== 'working') return t;
       }
     };
@@ -156,34 +142,34 @@ describe('transport hardening', () => {
   });
 
   it('answers tasks/get polled faster than the task’s pollIntervalMs with 429 and Retry-After', async () => {
-    const { taskId } = await mcp.callTool('confirm_action', { action: 'poll me' });
-    expect((await mcp.request('tasks/get', { taskId })).status).toBe(200);
-    const reply = await mcp.request('tasks/get', { taskId });
+    const { taskId } = await server.mcp.callTool('confirm_action', { action: 'poll me' });
+    expect((await server.mcp.request('tasks/get', { taskId })).status).toBe(200);
+    const reply = await server.mcp.request('tasks/get', { taskId });
     expect(reply.status).toBe(429);
     expect(reply.body.error).toMatchObject({ code: -31429 });
     expect(Number(reply.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     // Another principal's polling, or another task's, is not affected; after the interval it is allowed.
-    const other = await mcp.callTool('confirm_action', { action: 'other' });
-    expect((await mcp.request('tasks/get', { taskId: other.taskId })).status).toBe(200);
+    const other = await server.mcp.callTool('confirm_action', { action: 'other' });
+    expect((await server.mcp.request('tasks/get', { taskId: other.taskId })).status).toBe(200);
     await new Promise((r) => setTimeout(r, 1100));
-    expect((await mcp.request('tasks/get', { taskId })).status).toBe(200);
+    expect((await server.mcp.request('tasks/get', { taskId })).status).toBe(200);
   });
 
   it('checks Mcp-Param headers: raw non-ASCII bytes, or a value that does not match, get -32020', async () => {
-    const ok = await mcp.request(
+    const ok = await server.mcp.request(
       'tools/call',
       { name: 'regional', arguments: { region: 'eu-1' } },
       { headers: { 'mcp-param-region': 'eu-1' } },
     );
     expect(ok.status).toBe(200);
     // Raw UTF-8 bytes (an intermediary reads "é", Node "Ã©"): must come Base64-encoded instead.
-    const raw = await mcp.error(
+    const raw = await server.mcp.error(
       'tools/call',
       { name: 'regional', arguments: { region: 'Ã©' } },
       { headers: { 'mcp-param-region': 'Ã©' } },
     );
     expect(raw).toMatchObject({ status: 400, code: -32020 });
-    const encoded = await mcp.request(
+    const encoded = await server.mcp.request(
       'tools/call',
       { name: 'regional', arguments: { region: 'é' } },
       {
@@ -191,7 +177,9 @@ describe('transport hardening', () => {
       },
     );
     expect(encoded.status).toBe(200);
-    expect(await mcp.error('tools/call', { name: 'regional', arguments: { region: 'eu-1' } })).toMatchObject({
+    expect(
+      await server.mcp.error('tools/call', { name: 'regional', arguments: { region: 'eu-1' } }),
+    ).toMatchObject({
       status: 400,
       code: -32020,
     });
@@ -199,33 +187,36 @@ describe('transport hardening', () => {
 
   it('keeps validation errors small: the first issues only', async () => {
     const inputResponses = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, i]));
-    const error = await mcp.error('tasks/update', { taskId: 'AAAAAAAAAAAAAAAAAAAAAAAA', inputResponses });
+    const error = await server.mcp.error('tasks/update', {
+      taskId: 'AAAAAAAAAAAAAAAAAAAAAAAA',
+      inputResponses,
+    });
     expect(error.code).toBe(-32602);
     expect(error.message).toContain('(and 90 more issues)');
   });
 
   it('limits open subscriptions per principal (429)', async () => {
     const { listen } = await import('../helpers/sse.ts');
-    const a = await listen(rt.url, { toolsListChanged: true });
-    const b = await listen(rt.url, { toolsListChanged: true });
+    const a = await listen(server.rt.url, { toolsListChanged: true });
+    const b = await listen(server.rt.url, { toolsListChanged: true });
     await a.next();
     await b.next();
     expect(
-      await mcp.error('subscriptions/listen', { notifications: { toolsListChanged: true } }),
+      await server.mcp.error('subscriptions/listen', { notifications: { toolsListChanged: true } }),
     ).toMatchObject({
       status: 429,
     });
     a.close();
     await a.ended;
     await new Promise((r) => setTimeout(r, 200));
-    const c = await listen(rt.url, { toolsListChanged: true });
+    const c = await listen(server.rt.url, { toolsListChanged: true });
     expect((await c.next()).method).toBe('notifications/subscriptions/acknowledged');
     b.close();
     c.close();
   });
 
   it('never leaks internals in errors', async () => {
-    const reply = await mcp.request('tools/call', {
+    const reply = await server.mcp.request('tools/call', {
       name: 'analyze_numbers',
       arguments: { count: 'DROP TABLE tasks' },
     });

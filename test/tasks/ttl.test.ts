@@ -1,44 +1,28 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Runtime } from '../../src/runtime.ts';
+import { describe, expect, it } from 'vitest';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { RawMcp } from '../helpers/mcp.ts';
-import { startTestRuntime } from '../helpers/runtime.ts';
+import { useTestServer } from '../helpers/runtime.ts';
 import { count, TEST_TOOLS } from '../helpers/test-tools.ts';
 
-let tdb: TestDatabase;
-let rt: Runtime & { url: string };
-let mcp: RawMcp;
-
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  rt = await startTestRuntime({
-    databaseUrl: tdb.url,
-    tools: [...SHIPPED_TOOLS, ...TEST_TOOLS],
-    env: { TASK_PURGE_GRACE_MS: '500' },
-  });
-  mcp = new RawMcp(rt.url);
-});
-afterAll(async () => {
-  await rt?.stop();
-  await tdb?.drop();
+const server = useTestServer({
+  tools: [...SHIPPED_TOOLS, ...TEST_TOOLS],
+  env: { TASK_PURGE_GRACE_MS: '500' },
 });
 
 describe('TTL', () => {
   it('announces the tool’s ttlMs and pollIntervalMs, or the configured defaults', async () => {
-    const short = await mcp.callTool('expiring');
+    const short = await server.mcp.callTool('expiring');
     expect(short).toMatchObject({ ttlMs: 300, pollIntervalMs: 50 });
-    const normal = await mcp.callTool('analyze_numbers', { count: 1 });
+    const normal = await server.mcp.callTool('analyze_numbers', { count: 1 });
     expect(normal).toMatchObject({ ttlMs: 3_600_000, pollIntervalMs: 20 });
   });
 
   it('fails a task waiting for input past its TTL, then purges it (-32602 afterwards)', async () => {
-    const { taskId } = await mcp.callTool('expiring');
-    await mcp.waitForTask(taskId, (t) => t.status === 'input_required');
+    const { taskId } = await server.mcp.callTool('expiring');
+    await server.mcp.waitForTask(taskId, (t) => t.status === 'input_required');
     await sleep(350);
-    expect((await rt.workers!.sweep()).expired).toBeGreaterThanOrEqual(1);
-    const expired = await mcp.getTask(taskId);
+    expect((await server.rt.workers!.sweep()).expired).toBeGreaterThanOrEqual(1);
+    const expired = await server.mcp.getTask(taskId);
     expect(expired).toMatchObject({
       status: 'failed',
       statusMessage: 'Task has expired',
@@ -46,17 +30,17 @@ describe('TTL', () => {
     });
     expect(expired).not.toHaveProperty('inputRequests');
     // Answering now changes nothing.
-    await mcp.result('tasks/update', {
+    await server.mcp.result('tasks/update', {
       taskId,
       inputResponses: { never: { action: 'accept', content: { x: '1' } } },
     });
-    expect((await mcp.getTask(taskId)).status).toBe('failed');
+    expect((await server.mcp.getTask(taskId)).status).toBe('failed');
 
     await sleep(550);
-    expect((await rt.workers!.sweep()).purged).toBeGreaterThanOrEqual(1);
-    const gone = await mcp.error('tasks/get', { taskId });
+    expect((await server.rt.workers!.sweep()).purged).toBeGreaterThanOrEqual(1);
+    const gone = await server.mcp.error('tasks/get', { taskId });
     expect(gone).toMatchObject({ code: -32602, message: 'Failed to retrieve task: Task not found' });
-    const rows = await tdb.db
+    const rows = await server.tdb.db
       .selectFrom('task_input_requests')
       .select('key')
       .where('task_id', '=', taskId)
@@ -65,14 +49,14 @@ describe('TTL', () => {
   });
 
   it('stops a running handler whose task expired', async () => {
-    const { taskId } = await mcp.callTool('expiring_waiter', { tag: 'ttl-running' });
-    await mcp.waitForTask(taskId, () => count('ttl-running:started') === 1);
+    const { taskId } = await server.mcp.callTool('expiring_waiter', { tag: 'ttl-running' });
+    await server.mcp.waitForTask(taskId, () => count('ttl-running:started') === 1);
     await sleep(450);
-    await rt.workers!.sweep();
+    await server.rt.workers!.sweep();
     const deadline = Date.now() + 2000;
     while (count('ttl-running:aborted') === 0 && Date.now() < deadline) await sleep(20);
     expect(count('ttl-running:aborted')).toBe(1);
-    const task = await mcp.getTask(taskId);
+    const task = await server.mcp.getTask(taskId);
     expect(task).toMatchObject({ status: 'failed', error: { message: 'Task has expired' } });
   });
 });
