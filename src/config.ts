@@ -13,6 +13,8 @@ const ConfigSchema = z.object({
   DB_POOL_MAX: intFromEnv(10, 1),
   /** How long a query waits for a connection before it fails (-32603), e.g. while Postgres restarts. */
   DB_CONNECT_TIMEOUT_MS: intFromEnv(5_000, 100),
+  /** How long a starting process waits for an unreachable database (e.g. restarting) before it gives up. */
+  DB_STARTUP_TIMEOUT_MS: intFromEnv(60_000, 0),
   /** pg-boss's own pool (fetching and sending run jobs). */
   QUEUE_POOL_MAX: intFromEnv(3, 1),
   /** none (loopback HOST only: every request is PRINCIPAL), bearer (AUTH_TOKENS), oauth (JWT via JWKS). */

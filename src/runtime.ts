@@ -6,6 +6,7 @@ import type { Config } from './config.ts';
 import { createDb, type Db } from './db/database.ts';
 import { startEmbeddedPostgres, type RunningPostgres } from './db/embedded.ts';
 import { migrateToLatest } from './db/migrate.ts';
+import { waitForDatabase } from './db/wait.ts';
 import { sharedSecret } from './db/shared-secret.ts';
 import { ChangeFeed } from './events/change-feed.ts';
 import { createServerEvents } from './events/server-events.ts';
@@ -84,6 +85,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
     });
     cleanups.push(() => db.destroy());
+    await waitForDatabase(db, log, config.DB_STARTUP_TIMEOUT_MS);
     await migrateToLatest(db);
 
     const boss = createBoss({ connectionString, max: config.QUEUE_POOL_MAX, supervise: role !== 'server' });

@@ -39,8 +39,13 @@ export function createDb({
     connectionTimeoutMillis: connectTimeoutMs,
     keepAlive: true,
   });
-  // An idle client's connection error (e.g. Postgres restarted) must not crash the process.
+  // A connection error (Postgres restarted, a backend terminated) must never crash the process. The
+  // pool's own listener covers idle clients only: pg-pool removes it while a client is checked out,
+  // and a client whose socket dies then emits 'error' even if a query is running (the query fails
+  // with it too). So every client gets a permanent listener of its own; the pool drops broken clients
+  // on release, and the failed query becomes -32603 for its request.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { db, pool };
 }

@@ -33,7 +33,11 @@ export interface EmbeddedPostgresOptions {
 
 export interface RunningPostgres {
   connectionString: string;
-  stop(): Promise<void>;
+  /**
+   * Stops the server: `fast` (the default) rolls back open transactions and checkpoints; `immediate`
+   * aborts every backend at once, as a crash would (the next start recovers from the WAL).
+   */
+  stop(opts?: { mode?: 'fast' | 'immediate' }): Promise<void>;
 }
 
 const USER = 'postgres';
@@ -221,9 +225,9 @@ export async function startEmbeddedPostgres({
   writeFileSync(ownerFile, String(process.pid));
 
   const admin = `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`;
-  const stop = async () => {
+  const stop = async ({ mode = 'fast' }: { mode?: 'fast' | 'immediate' } = {}) => {
     if (!exited) {
-      child.kill('SIGINT'); // fast shutdown: roll back open transactions, checkpoint, exit
+      child.kill(mode === 'fast' ? 'SIGINT' : 'SIGQUIT');
       await exit;
     }
     rmSync(ownerFile, { force: true });
@@ -231,6 +235,7 @@ export async function startEmbeddedPostgres({
   try {
     await waitUntilReady(admin, () => !exited);
     const client = new pg.Client({ connectionString: admin });
+    client.on('error', () => {}); // a failure surfaces through the query below
     await client.connect();
     try {
       const exists = await client.query('select 1 from pg_database where datname = $1', [database]);

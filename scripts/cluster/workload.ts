@@ -1,0 +1,348 @@
+/**
+ * The cluster tests' workload: tasks of every shipped kind driven through the load balancer by
+ * independent clients (ext-tasks' withTasks, and raw HTTP), each checked against an answer computed
+ * here; and the database check that no acknowledged task was lost or run to completion twice.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isDeepStrictEqual } from 'node:util';
+import {
+  createApplicationInputHandler,
+  DispatchError,
+  resultFromTaskOutcome,
+  withTasks,
+  type ConnectedMcpSessionPort,
+  type JsonRpcResponse,
+} from '@modelcontextprotocol/ext-tasks/client';
+import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
+import pg from 'pg';
+import { expectedAnalysis } from '../../test/helpers/analysis.ts';
+
+const PV = '2026-07-28';
+const EXT = 'io.modelcontextprotocol/tasks';
+const TERMINAL = ['completed', 'failed', 'cancelled'];
+
+export interface Reply {
+  status: number;
+  upstream: string;
+  body: Record<string, any>;
+}
+
+/** One reply a client saw that was not a success: what a user of the cluster would notice. */
+export interface ClientError {
+  at: number;
+  method: string;
+  what: string;
+}
+
+export interface WorkloadCounts {
+  analyze: number;
+  confirm: number;
+  cancel: number;
+  fail: number;
+}
+
+type Outcome = { kind: string; taskId?: string; ok: boolean; detail: string };
+
+export class Workload {
+  readonly url: string;
+  readonly httpPorts: readonly number[];
+  readonly counts: WorkloadCounts;
+  readonly outcomes: Outcome[] = [];
+  readonly acknowledged = new Set<string>();
+  /** Every failed request (transport error, 5xx, JSON-RPC error a correct client would not get). */
+  readonly clientErrors: ClientError[] = [];
+  crossInstanceUpdates = 0;
+  #rpcId = 0;
+  readonly #chunkDelayMs: number;
+
+  constructor(opts: {
+    url: string;
+    httpPorts: readonly number[];
+    counts: WorkloadCounts;
+    chunkDelayMs?: number;
+  }) {
+    this.url = opts.url;
+    this.httpPorts = opts.httpPorts;
+    this.counts = opts.counts;
+    this.#chunkDelayMs = opts.chunkDelayMs ?? 100;
+  }
+
+  /**
+   * One JSON-RPC request. Transient failures (connection resets, 5xx, -32603) are recorded as
+   * client-visible errors and retried, as a client would: reads always, a `tools/call` only when the
+   * reply proves it created nothing (a JSON-RPC error), never after a lost reply.
+   */
+  async rpc(method: string, params: Record<string, unknown>, url = this.url): Promise<Reply> {
+    const name =
+      method === 'tools/call' ? params.name : method.startsWith('tasks/') ? params.taskId : undefined;
+    const readOnly = method !== 'tools/call';
+    for (let attempt = 0; ; attempt++) {
+      let failure: string;
+      try {
+        const res = await fetch(url, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'mcp-protocol-version': PV,
+            'mcp-method': method,
+            ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
+          },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: ++this.#rpcId,
+            method,
+            params: {
+              ...params,
+              _meta: {
+                'io.modelcontextprotocol/protocolVersion': PV,
+                'io.modelcontextprotocol/clientCapabilities': {
+                  extensions: { [EXT]: {} },
+                  elicitation: { form: {} },
+                },
+              },
+            },
+          }),
+        });
+        const text = await res.text();
+        const reply: Reply = {
+          status: res.status,
+          upstream: res.headers.get('x-upstream') ?? '',
+          body: res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : { raw: text },
+        };
+        const code = reply.body.error?.code as number | undefined;
+        if (res.status < 500 && code !== -32603) return reply;
+        failure = `HTTP ${res.status}${code === undefined ? '' : ` ${code}`}`;
+        // A 5xx from the balancer, or -32603 from an instance: either way nothing was committed.
+        this.clientErrors.push({ at: Date.now(), method, what: failure });
+        if (attempt >= 200) return reply;
+      } catch (err) {
+        failure = `transport: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : String(err)}`;
+        this.clientErrors.push({ at: Date.now(), method, what: failure });
+        // A lost reply to tools/call may have created a task: a client cannot know, so it gives up.
+        if (!readOnly || attempt >= 200) throw err;
+      }
+      await sleep(100);
+    }
+  }
+
+  /** ext-tasks' port over fetch through the balancer. */
+  #port(): ConnectedMcpSessionPort {
+    return {
+      endpointId: this.url,
+      taskCapabilities: { generation: 'v2', capabilities: {} },
+      dispatch: async (request: JsonValue): Promise<JsonRpcResponse> => {
+        const { method, params } = request as { method: string; params?: Record<string, unknown> };
+        let reply: Reply;
+        try {
+          reply = await this.rpc(method, { ...(params ?? {}) });
+        } catch (cause) {
+          throw new DispatchError(`transport failure for ${method}`, method !== 'tools/call', { cause });
+        }
+        const m = reply.body;
+        if (m.error !== undefined)
+          return { kind: 'error', error: m.error as { code: number; message: string } };
+        return { kind: 'result', result: m.result as JsonValue };
+      },
+      onServerRequest: () => () => {},
+      onNotification: () => () => {},
+      onInvalidated: () => () => {},
+      invalidated: false,
+    };
+  }
+
+  async poll(taskId: string, until: (t: Record<string, any>) => boolean, timeoutMs = 120_000) {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const r = await this.rpc('tasks/get', { taskId });
+      const task = r.body.result as Record<string, any> | undefined;
+      if (task !== undefined && until(task)) return task;
+      if (Date.now() > deadline) throw new Error(`task ${taskId} stuck: ${JSON.stringify(r.body)}`);
+      await sleep(50);
+    }
+  }
+
+  async #created(name: string, args: Record<string, unknown>): Promise<{ taskId: string; upstream: string }> {
+    const created = await this.rpc('tools/call', { name, arguments: args });
+    const taskId = created.body.result?.taskId as string | undefined;
+    if (taskId === undefined)
+      throw new Error(`tools/call ${name} created no task: ${JSON.stringify(created.body)}`);
+    this.acknowledged.add(taskId);
+    return { taskId, upstream: created.upstream };
+  }
+
+  async #analyze(session: ReturnType<typeof withTasks>, i: number): Promise<void> {
+    const count = 20_000 + ((i * 7919) % 80_000);
+    const args = { count, chunkSize: 5000, delayMsPerChunk: this.#chunkDelayMs };
+    const ex = await session.callTool('analyze_numbers', args);
+    if (ex.kind === 'task') this.acknowledged.add(ex.handle.taskId);
+    const { outcome } = await ex.settle();
+    const result = resultFromTaskOutcome(outcome) as { structuredContent?: unknown };
+    const ok = isDeepStrictEqual(result.structuredContent, expectedAnalysis(count, 5000));
+    this.outcomes.push({
+      kind: 'analyze',
+      taskId: ex.kind === 'task' ? ex.handle.taskId : undefined,
+      ok,
+      detail: ok ? '' : JSON.stringify(result),
+    });
+  }
+
+  async #confirm(i: number): Promise<void> {
+    const accept = i % 2 === 0;
+    const { taskId, upstream } = await this.#created('confirm_action', { action: `op-${i}` });
+    await this.poll(taskId, (t) => t.status === 'input_required');
+    // Answer through the other instance than the one that created the task (nginx said which one did).
+    const response = accept ? { action: 'accept', content: { confirm: true } } : { action: 'decline' };
+    const other = this.httpPorts.find((p) => !upstream.endsWith(`:${p}`));
+    const ack = await this.rpc(
+      'tasks/update',
+      { taskId, inputResponses: { confirm: response } },
+      `http://127.0.0.1:${other}/mcp`,
+    );
+    if (ack.body.result?.resultType === 'complete' && upstream !== '') this.crossInstanceUpdates++;
+    const done = await this.poll(taskId, (t) => TERMINAL.includes(t.status as string));
+    const want = `${accept ? 'confirmed' : 'declined'}: op-${i}`;
+    const ok = done.status === 'completed' && done.result?.content?.[0]?.text === want;
+    this.outcomes.push({ kind: 'confirm', taskId, ok, detail: ok ? '' : JSON.stringify(done) });
+  }
+
+  async #cancel(): Promise<void> {
+    const { taskId } = await this.#created('analyze_numbers', {
+      count: 100_000,
+      chunkSize: 5000,
+      delayMsPerChunk: 250,
+    });
+    await this.poll(taskId, (t) => typeof t.statusMessage === 'string' || t.status !== 'working');
+    await this.rpc('tasks/cancel', { taskId });
+    const done = await this.poll(taskId, (t) => TERMINAL.includes(t.status as string));
+    this.outcomes.push({
+      kind: 'cancel',
+      taskId,
+      ok: done.status === 'cancelled',
+      detail: JSON.stringify(done.status),
+    });
+  }
+
+  async #fail(i: number): Promise<void> {
+    const kind = i % 2 === 0 ? 'tool' : 'protocol';
+    const { taskId } = await this.#created('fail_with', { kind });
+    const done = await this.poll(taskId, (t) => TERMINAL.includes(t.status as string));
+    const ok =
+      kind === 'tool'
+        ? done.status === 'completed' && done.result?.isError === true
+        : done.status === 'failed' && done.error?.code === -32603;
+    this.outcomes.push({ kind: `fail:${kind}`, taskId, ok, detail: ok ? '' : JSON.stringify(done) });
+  }
+
+  get total(): number {
+    const c = this.counts;
+    return c.analyze + c.confirm + c.cancel + c.fail;
+  }
+
+  /** Runs every job, `concurrency` at a time, in a fixed interleaving of kinds. */
+  async run(concurrency: number): Promise<void> {
+    const session = withTasks(this.#port(), {
+      onInputRequest: createApplicationInputHandler({
+        elicitation: async () => ({ action: 'cancel' }),
+        sampling: async () => {
+          throw new Error('unsupported');
+        },
+        roots: async () => ({ roots: [] }),
+      }),
+    });
+    const c = this.counts;
+    const jobs: Array<() => Promise<void>> = [
+      ...Array.from({ length: c.analyze }, (_, i) => () => this.#analyze(session, i)),
+      ...Array.from({ length: c.confirm }, (_, i) => () => this.#confirm(i)),
+      ...Array.from({ length: c.cancel }, () => () => this.#cancel()),
+      ...Array.from({ length: c.fail }, (_, i) => () => this.#fail(i)),
+    ];
+    // A fixed shuffle (Fisher-Yates with a small LCG), so that kinds interleave the same way every run.
+    for (let i = jobs.length - 1, seed = 42; i > 0; i--) {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      const j = seed % (i + 1);
+      [jobs[i], jobs[j]] = [jobs[j]!, jobs[i]!];
+    }
+    let next = 0;
+    try {
+      await Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          while (next < jobs.length) {
+            const job = jobs[next++]!;
+            await job().catch((err: unknown) =>
+              this.outcomes.push({ kind: 'client-error', ok: false, detail: String(err) }),
+            );
+          }
+        }),
+      );
+    } finally {
+      await session.close().catch(() => {});
+    }
+  }
+
+  /**
+   * Reads every task from the database and compares: acknowledged tasks all stored, every completed
+   * analyze task with exactly one checkpoint per chunk. Prints the figures; returns the failure count.
+   */
+  async check(dbUrl: string, log: (msg: string) => void): Promise<number> {
+    const db = new pg.Client({ connectionString: dbUrl });
+    await db.connect();
+    const rows = (
+      await db.query<{
+        task_id: string;
+        status: string;
+        tool_name: string;
+        steps: string;
+        resumed: boolean;
+        args: { count?: number; chunkSize?: number };
+      }>(
+        `select t.task_id, t.status, t.tool_name, t.arguments as args,
+                (select count(*) from task_steps s where s.task_id = t.task_id) as steps,
+                (select count(distinct attempt) > 1 from task_steps s where s.task_id = t.task_id) as resumed
+           from tasks t`,
+      )
+    ).rows;
+    await db.end();
+    const stored = new Map(rows.map((r) => [r.task_id, r]));
+    const lost = [...this.acknowledged].filter((id) => !stored.has(id));
+    const wrongSteps = rows.filter(
+      (r) =>
+        r.tool_name === 'analyze_numbers' &&
+        r.status === 'completed' &&
+        Number(r.steps) !== Math.ceil((r.args.count ?? 0) / (r.args.chunkSize ?? 100_000)),
+    );
+    const bad = this.outcomes.filter((o) => !o.ok);
+    const byKind = new Map<string, { ok: number; bad: number }>();
+    for (const o of this.outcomes) {
+      const k = byKind.get(o.kind) ?? { ok: 0, bad: 0 };
+      if (o.ok) k.ok++;
+      else k.bad++;
+      byKind.set(o.kind, k);
+    }
+    log(`acknowledged tasks: ${this.acknowledged.size}; stored: ${rows.length}; lost: ${lost.length}`);
+    for (const [kind, k] of byKind) log(`  ${kind.padEnd(14)} right: ${k.ok}  wrong: ${k.bad}`);
+    log(`input answered through the other instance: ${this.crossInstanceUpdates}/${this.counts.confirm}`);
+    log(`completed analyze tasks with a step count other than their chunks: ${wrongSteps.length}`);
+    log(
+      `tasks whose checkpoints span several attempts (taken over): ${rows.filter((r) => r.resumed).length}`,
+    );
+    for (const o of bad.slice(0, 10)) log(`  WRONG ${o.kind} ${o.taskId ?? ''}: ${o.detail.slice(0, 300)}`);
+    const missing = this.total - this.outcomes.length;
+    return (
+      bad.length +
+      lost.length +
+      wrongSteps.length +
+      missing +
+      (this.crossInstanceUpdates < this.counts.confirm ? 1 : 0)
+    );
+  }
+
+  /** Client-visible errors between two instants, by kind. */
+  errorsBetween(from: number, to: number): string {
+    const counts = new Map<string, number>();
+    for (const e of this.clientErrors)
+      if (e.at >= from && e.at <= to) counts.set(e.what, (counts.get(e.what) ?? 0) + 1);
+    const total = [...counts.values()].reduce((a, b) => a + b, 0);
+    return `${total}${total === 0 ? '' : ` (${[...counts].map(([k, n]) => `${k}: ${n}`).join(', ')})`}`;
+  }
+}
