@@ -58,12 +58,12 @@ export function createApp({
     path,
     bodyLimit({
       maxSize: maxBodyBytes,
-      // No `Connection: close`: Node would destroy the socket as soon as the answer is written, while
-      // the client is still sending, and the client would meet a reset instead of reading its 413.
-      // @hono/node-server drains the unread rest of the body after the response instead (bounded: up
-      // to 64 MiB and 500 ms, then it closes), so the connection closes only once the client listens.
+      // The rest of the body is never read, so the connection cannot be reused: say so, or a client's
+      // next request on it would meet a reset.
       onError: (c) =>
-        c.json(error(ProtocolErrorCode.InvalidRequest, `Request body exceeds ${maxBodyBytes} bytes`), 413),
+        c.json(error(ProtocolErrorCode.InvalidRequest, `Request body exceeds ${maxBodyBytes} bytes`), 413, {
+          Connection: 'close',
+        }),
     }),
     authMiddleware(auth),
     mcpPost({
