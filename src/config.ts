@@ -15,6 +15,11 @@ const ConfigSchema = z.object({
   DB_CONNECT_TIMEOUT_MS: intFromEnv(5_000, 100),
   /** How long a starting process waits for an unreachable database (e.g. restarting) before it gives up. */
   DB_STARTUP_TIMEOUT_MS: intFromEnv(60_000, 0),
+  /** Server-side timeouts of every pooled session (0: off): a stuck query or a client that died
+   * inside a transaction cannot hold locks forever. */
+  DB_STATEMENT_TIMEOUT_MS: intFromEnv(30_000),
+  DB_LOCK_TIMEOUT_MS: intFromEnv(10_000),
+  DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: intFromEnv(60_000),
   /** pg-boss's own pool (fetching and sending run jobs). */
   QUEUE_POOL_MAX: intFromEnv(3, 1),
   /** none (loopback HOST only: every request is PRINCIPAL), bearer (AUTH_TOKENS), oauth (JWT via JWKS). */

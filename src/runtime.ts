@@ -78,17 +78,28 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       connectionString = embedded.connectionString;
     }
 
+    const timeouts = {
+      statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
+      lockTimeoutMs: config.DB_LOCK_TIMEOUT_MS,
+      idleInTransactionTimeoutMs: config.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    };
     const { db } = createDb({
       connectionString,
       max: config.DB_POOL_MAX,
       applicationName: `durable-mcp-tasks:${role}`,
       connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
+      timeouts,
     });
     cleanups.push(() => db.destroy());
     await waitForDatabase(db, log, config.DB_STARTUP_TIMEOUT_MS);
     await migrateToLatest(db);
 
-    const boss = createBoss({ connectionString, max: config.QUEUE_POOL_MAX, supervise: role !== 'server' });
+    const boss = createBoss({
+      connectionString,
+      max: config.QUEUE_POOL_MAX,
+      supervise: role !== 'server',
+      timeouts,
+    });
     boss.on('error', (err) => log.error('pg-boss error', { error: coerceError(err).message }));
     await boss.start();
     cleanups.push(() => boss.stop({ graceful: true, timeout: config.SHUTDOWN_GRACE_MS, close: true }));

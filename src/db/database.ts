@@ -14,8 +14,32 @@ export interface Database {
 
 export type Db = Kysely<Database>;
 
+/** Server-side limits for the process's sessions, in ms; 0 turns one off. */
+export interface SessionTimeouts {
+  /** A statement running longer is cancelled (a stuck query cannot hold its locks forever). */
+  statementTimeoutMs?: number;
+  /** A statement waiting longer for a lock fails instead of queueing behind a stuck transaction. */
+  lockTimeoutMs?: number;
+  /** A session idle inside an open transaction longer (a client that died mid-transaction) is ended. */
+  idleInTransactionTimeoutMs?: number;
+}
+
+/** The `options` startup parameter that sets these timeouts on every connection of a pool. */
+export function sessionOptions({
+  statementTimeoutMs = 30_000,
+  lockTimeoutMs = 10_000,
+  idleInTransactionTimeoutMs = 60_000,
+}: SessionTimeouts = {}): string {
+  return [
+    `-c statement_timeout=${statementTimeoutMs}`,
+    `-c lock_timeout=${lockTimeoutMs}`,
+    `-c idle_in_transaction_session_timeout=${idleInTransactionTimeoutMs}`,
+  ].join(' ');
+}
+
 export interface DbOptions {
   connectionString: string;
+  timeouts?: SessionTimeouts;
   max?: number;
   applicationName?: string;
   /** How long to wait for a connection before failing the query (an unreachable database fails fast). */
@@ -28,6 +52,7 @@ export function createDb({
   max = 10,
   applicationName = 'durable-mcp-tasks',
   connectTimeoutMs = 5_000,
+  timeouts,
 }: DbOptions): {
   db: Db;
   pool: pg.Pool;
@@ -38,6 +63,7 @@ export function createDb({
     application_name: applicationName,
     connectionTimeoutMillis: connectTimeoutMs,
     keepAlive: true,
+    options: sessionOptions(timeouts),
   });
   // A connection error (Postgres restarted, a backend terminated) must never crash the process. The
   // pool's own listener covers idle clients only: pg-pool removes it while a client is checked out,

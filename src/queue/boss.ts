@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { fromKysely, PgBoss } from 'pg-boss';
 import { z } from 'zod';
-import type { Database } from '../db/database.ts';
+import { sessionOptions, type Database, type SessionTimeouts } from '../db/database.ts';
 import { CHANNELS } from '../events/change-feed.ts';
 import type { TaskQueue } from '../tasks/service.ts';
 
@@ -22,6 +22,7 @@ export interface BossOptions {
   schema?: string;
   /** Maintenance (expiry of stuck jobs, deletion of old ones) runs in worker processes only. */
   supervise?: boolean;
+  timeouts?: SessionTimeouts;
 }
 
 /** A pg-boss instance with its own bounded pool; no cron, and no LISTEN of its own (we wake workers). */
@@ -30,6 +31,7 @@ export function createBoss({
   max = 3,
   schema = 'pgboss',
   supervise = false,
+  timeouts,
 }: BossOptions): PgBoss {
   return new PgBoss({
     connectionString,
@@ -40,6 +42,7 @@ export function createBoss({
     migrate: true,
     useListenNotify: false,
     application_name: 'durable-mcp-tasks:pg-boss',
+    options: sessionOptions(timeouts),
   });
 }
 
