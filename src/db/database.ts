@@ -24,17 +24,23 @@ export interface SessionTimeouts {
   idleInTransactionTimeoutMs?: number;
 }
 
-/** The `options` startup parameter that sets these timeouts on every connection of a pool. */
+/**
+ * The `options` startup parameter that sets these timeouts on every connection of a pool; only the
+ * ones that are on. With all three 0 nothing is sent: poolers such as PgBouncer refuse the parameter
+ * (set the timeouts on the role there instead).
+ */
 export function sessionOptions({
   statementTimeoutMs = 30_000,
   lockTimeoutMs = 10_000,
   idleInTransactionTimeoutMs = 60_000,
-}: SessionTimeouts = {}): string {
-  return [
-    `-c statement_timeout=${statementTimeoutMs}`,
-    `-c lock_timeout=${lockTimeoutMs}`,
-    `-c idle_in_transaction_session_timeout=${idleInTransactionTimeoutMs}`,
-  ].join(' ');
+}: SessionTimeouts = {}): string | undefined {
+  const settings = [
+    ['statement_timeout', statementTimeoutMs],
+    ['lock_timeout', lockTimeoutMs],
+    ['idle_in_transaction_session_timeout', idleInTransactionTimeoutMs],
+  ] as const;
+  const on = settings.filter(([, ms]) => ms > 0).map(([name, ms]) => `-c ${name}=${ms}`);
+  return on.length > 0 ? on.join(' ') : undefined;
 }
 
 export interface DbOptions {

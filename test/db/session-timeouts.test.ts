@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import { sessionOptions } from '../../src/db/database.ts';
 import { useTestServer } from '../helpers/runtime.ts';
 
 // Small limits, so that the test sees each one act.
@@ -24,6 +25,15 @@ describe('server-side session timeouts', () => {
       .getDb()
       .executeSql(`select current_setting('statement_timeout') as s, current_setting('lock_timeout') as l`);
     expect(boss.rows[0]).toEqual({ s: '300ms', l: '200ms' });
+  });
+
+  it('send nothing when all are off (poolers refuse the startup parameter)', () => {
+    expect(sessionOptions({ statementTimeoutMs: 0, lockTimeoutMs: 0, idleInTransactionTimeoutMs: 0 })).toBe(
+      undefined,
+    );
+    expect(sessionOptions({ statementTimeoutMs: 0 })).toBe(
+      '-c lock_timeout=10000 -c idle_in_transaction_session_timeout=60000',
+    );
   });
 
   it('cancel a stuck statement (57014)', async () => {
