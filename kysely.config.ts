@@ -9,6 +9,8 @@ if (config.DATABASE_URL === undefined) {
 }
 
 export default defineConfig({
-  dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: config.DATABASE_URL, max: 1 }) }),
+  dialect: new PostgresDialect({
+    pool: new pg.Pool({ connectionString: config.DATABASE_DIRECT_URL ?? config.DATABASE_URL, max: 1 }),
+  }),
   migrations: { migrationFolder: 'migrations' },
 });

@@ -1,6 +1,11 @@
 import { z } from 'zod';
 
 const intFromEnv = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
+const boolFromEnv = (def: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0'])
+    .default(def ? 'true' : 'false')
+    .transform((v) => v === 'true' || v === '1');
 
 /** Every setting the server and the worker pool read from the environment, with its default. */
 const ConfigSchema = z.object({
@@ -8,6 +13,14 @@ const ConfigSchema = z.object({
   PORT: intFromEnv(3000),
   /** Postgres connection string. Unset: an embedded Postgres is started under EMBEDDED_PG_DIR. */
   DATABASE_URL: z.string().min(1).optional(),
+  /** A direct (unpooled) connection to the same database, for what a transaction-mode pooler such as
+   * PgBouncer cannot carry: the LISTEN connection and migrations. Default: DATABASE_URL. */
+  DATABASE_DIRECT_URL: z.string().min(1).optional(),
+  /** Migrate (our schema and pg-boss's) when a process starts. Set false when processes run as a role
+   * that may not run DDL, and run `npm run migrate` as the owner role instead. */
+  MIGRATE_ON_START: boolFromEnv(true),
+  /** For `npm run migrate` run as the owner: the runtime role to grant what the server and workers need. */
+  DB_APP_ROLE: z.string().min(1).optional(),
   EMBEDDED_PG_DIR: z.string().min(1).default('.data/postgres'),
   EMBEDDED_PG_PORT: intFromEnv(54329, 1),
   DB_POOL_MAX: intFromEnv(10, 1),
@@ -48,10 +61,7 @@ const ConfigSchema = z.object({
   /** A tool result larger than this is not stored: the task fails with -32603 instead. */
   MAX_RESULT_BYTES: intFromEnv(1_048_576, 1),
   /** 429 for tasks/get polling a task faster than half its pollIntervalMs. */
-  RATE_LIMIT_POLLING: z
-    .enum(['true', 'false', '1', '0'])
-    .default('false')
-    .transform((v) => v === 'true' || v === '1'),
+  RATE_LIMIT_POLLING: boolFromEnv(false),
   SERVER_NAME: z.string().min(1).default('durable-mcp-tasks'),
   MAX_BODY_BYTES: intFromEnv(1_000_000, 1),
   /** Comma-separated Origin values accepted besides loopback origins. */

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { loadConfig } from './config.ts';
-import { coerceError, createLogger } from './log.ts';
+import { loadConfig, type Config } from './config.ts';
+import { coerceError, createLogger, type Logger } from './log.ts';
+import { migrateDatabase } from './migrate.ts';
 import { startRuntime, type Role } from './runtime.ts';
 import { SHIPPED_TOOLS } from './tools/shipped/index.ts';
 
@@ -8,13 +9,17 @@ const PKG = JSON.parse(readFileSync(new URL('../package.json', import.meta.url),
   version: string;
 };
 
-/** Process entry: `npm start` (HTTP + workers), `npm run server` (HTTP only). */
-export async function main(defaultRole: Role = 'all'): Promise<void> {
+/**
+ * Process entry: `npm start` (HTTP + workers), `npm run server` (HTTP only), `npm run migrate` (the
+ * schema, then exit).
+ */
+export async function main(defaultRole: Role | 'migrate' = 'all'): Promise<void> {
   const roleArg = process.argv.find((a) => a.startsWith('--role='))?.slice('--role='.length);
-  const role = (roleArg ?? defaultRole) as Role;
-  if (!['all', 'server', 'worker'].includes(role)) throw new Error(`Unknown role: ${role}`);
+  const role = roleArg ?? defaultRole;
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL);
+  if (role === 'migrate') return migrate(config, log);
+  if (role !== 'all' && role !== 'server' && role !== 'worker') throw new Error(`Unknown role: ${role}`);
   const runtime = await startRuntime({ config, log, role, tools: SHIPPED_TOOLS, serverVersion: PKG.version });
 
   let stopping = false;
@@ -38,6 +43,21 @@ export async function main(defaultRole: Role = 'all'): Promise<void> {
   });
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+/** `npm run migrate`: as the owner role, on a direct connection; grants DB_APP_ROLE when set. */
+async function migrate(config: Config, log: Logger): Promise<void> {
+  const connectionString = config.DATABASE_DIRECT_URL ?? config.DATABASE_URL;
+  if (connectionString === undefined) {
+    throw new Error('migrate needs DATABASE_URL (npm start migrates its embedded Postgres by itself)');
+  }
+  await migrateDatabase({
+    connectionString,
+    log,
+    appRole: config.DB_APP_ROLE,
+    startupTimeoutMs: config.DB_STARTUP_TIMEOUT_MS,
+  });
+  log.info('migrated', { grantedTo: config.DB_APP_ROLE });
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -5,8 +5,9 @@ import { startWorkerPool, type WorkerPool } from '../workers/pool.ts';
 import type { Config } from './config.ts';
 import { createDb, type Db } from './db/database.ts';
 import { startEmbeddedPostgres, type RunningPostgres } from './db/embedded.ts';
-import { migrateToLatest } from './db/migrate.ts';
+import { assertMigrated } from './db/migrate.ts';
 import { waitForDatabase } from './db/wait.ts';
+import { migrateDatabase } from './migrate.ts';
 import { sharedSecret } from './db/shared-secret.ts';
 import { ChangeFeed } from './events/change-feed.ts';
 import { createServerEvents } from './events/server-events.ts';
@@ -68,15 +69,18 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
 
   try {
     let connectionString = config.DATABASE_URL;
+    let directUrl = config.DATABASE_DIRECT_URL ?? connectionString;
     if (connectionString === undefined) {
+      if (directUrl !== undefined) throw new Error('DATABASE_DIRECT_URL is set but DATABASE_URL is not');
       const embedded: RunningPostgres = await startEmbeddedPostgres({
         dataDir: config.EMBEDDED_PG_DIR,
         port: config.EMBEDDED_PG_PORT,
         log,
       });
       cleanups.push(() => embedded.stop());
-      connectionString = embedded.connectionString;
+      connectionString = directUrl = embedded.connectionString;
     }
+    if (directUrl === undefined) throw new Error('unreachable: no database URL');
 
     const timeouts = {
       statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
@@ -92,7 +96,15 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     });
     cleanups.push(() => db.destroy());
     await waitForDatabase(db, log, config.DB_STARTUP_TIMEOUT_MS);
-    await migrateToLatest(db);
+    if (config.MIGRATE_ON_START) {
+      await migrateDatabase({
+        connectionString: directUrl,
+        log,
+        startupTimeoutMs: config.DB_STARTUP_TIMEOUT_MS,
+      });
+    } else {
+      await assertMigrated(db);
+    }
 
     const boss = createBoss({
       connectionString,
@@ -101,12 +113,17 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       timeouts,
     });
     boss.on('error', (err) => log.error('pg-boss error', { error: coerceError(err).message }));
-    await boss.start();
+    await boss.start().catch((err: unknown) => {
+      throw new Error(`pg-boss: ${coerceError(err).message} (run \`npm run migrate\` as the owner role)`, {
+        cause: err,
+      });
+    });
     cleanups.push(() => boss.stop({ graceful: true, timeout: config.SHUTDOWN_GRACE_MS, close: true }));
     await ensureRunQueue(boss);
 
     // One LISTEN connection per process: task changes, new runs, list changes.
-    const feed = new ChangeFeed(connectionString, log);
+    // A transaction-mode pooler cannot carry LISTEN: it takes the direct connection.
+    const feed = new ChangeFeed(directUrl, log);
     await feed.start();
     cleanups.push(() => feed.stop());
 

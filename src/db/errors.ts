@@ -3,6 +3,7 @@
  * opposed to a statement the database refused (deterministic: retrying gives the same answer).
  */
 export function isConnectionError(err: unknown): boolean {
+  if (isRefusedStartupParameter(err)) return false;
   const e = err as { code?: unknown; message?: unknown } | null;
   const code = typeof e?.code === 'string' ? e.code : '';
   const message = typeof e?.message === 'string' ? e.message : '';
@@ -14,4 +15,13 @@ export function isConnectionError(err: unknown): boolean {
       message,
     )
   );
+}
+
+/**
+ * Whether a pooler refused a startup parameter (PgBouncer: 08P01 "unsupported startup parameter:
+ * options"): a setting to change, not an outage to wait out.
+ */
+export function isRefusedStartupParameter(err: unknown): boolean {
+  const message = (err as { message?: unknown } | null)?.message;
+  return typeof message === 'string' && /unsupported startup parameter/i.test(message);
 }

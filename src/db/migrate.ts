@@ -19,6 +19,27 @@ export async function migrateToLatest(db: Kysely<any>): Promise<void> {
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
   if (error !== undefined || failed !== undefined) {
-    throw new Error(`Migration failed${failed ? ` at ${failed.migrationName}` : ''}: ${String(error)}`);
+    throw new Error(`Migration failed${failed ? ` at ${failed.migrationName}` : ''}: ${String(error)}`, {
+      cause: error,
+    });
+  }
+}
+
+/**
+ * Throws, saying what to do, when migrations are pending: a process started with
+ * MIGRATE_ON_START=false does not run on a schema older than its code.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the migrator works on any schema
+export async function assertMigrated(db: Kysely<any>): Promise<void> {
+  const migrator = new Migrator({
+    db,
+    provider: new FileMigrationProvider({ fs, path, migrationFolder: MIGRATIONS_DIR }),
+  });
+  const pending = (await migrator.getMigrations()).filter((m) => m.executedAt === undefined);
+  if (pending.length > 0) {
+    throw new Error(
+      `The database schema is not current (${pending.length} migrations pending, from ${pending[0]?.name}) ` +
+        'and MIGRATE_ON_START is false: run `npm run migrate` as the owner role first.',
+    );
   }
 }

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { coerceError, type Logger } from '../log.ts';
-import { isConnectionError } from './errors.ts';
+import { isConnectionError, isRefusedStartupParameter } from './errors.ts';
 
 /**
  * Waits until the database answers, retrying connection errors with backoff up to `timeoutMs`: a
@@ -17,6 +17,14 @@ export async function waitForDatabase(db: Kysely<any>, log: Logger, timeoutMs = 
       if (warned) log.info('database reachable');
       return;
     } catch (err) {
+      if (isRefusedStartupParameter(err)) {
+        throw new Error(
+          `The database refused a startup parameter (${coerceError(err).message}). Behind a pooler such as ` +
+            'PgBouncer, set DB_STATEMENT_TIMEOUT_MS=0, DB_LOCK_TIMEOUT_MS=0 and DB_IDLE_IN_TRANSACTION_TIMEOUT_MS=0 ' +
+            'and set the timeouts on the role instead (ALTER ROLE … SET statement_timeout = …): see docs/postgres.md.',
+          { cause: err },
+        );
+      }
       if (!isConnectionError(err) || Date.now() + delay > deadline) throw err;
       if (!warned) log.warn('waiting for the database', { error: coerceError(err).message });
       warned = true;

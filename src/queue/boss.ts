@@ -22,6 +22,8 @@ export interface BossOptions {
   schema?: string;
   /** Maintenance (expiry of stuck jobs, deletion of old ones) runs in worker processes only. */
   supervise?: boolean;
+  /** Install or upgrade pg-boss's schema at start: only the migrate step does (as the owner, directly). */
+  migrate?: boolean;
   timeouts?: SessionTimeouts;
 }
 
@@ -31,6 +33,7 @@ export function createBoss({
   max = 3,
   schema = 'pgboss',
   supervise = false,
+  migrate = false,
   timeouts,
 }: BossOptions): PgBoss {
   return new PgBoss({
@@ -39,7 +42,7 @@ export function createBoss({
     schema,
     supervise,
     schedule: false,
-    migrate: true,
+    migrate,
     useListenNotify: false,
     application_name: 'durable-mcp-tasks:pg-boss',
     options: sessionOptions(timeouts),

@@ -43,7 +43,7 @@ describe('migrations', () => {
   it('are safe when several instances start at once on an empty database', async () => {
     const instances = Array.from({ length: 4 }, () => createDb({ connectionString: url, max: 2 }));
     await Promise.all(instances.map(({ db }) => migrateToLatest(db)));
-    const bosses = instances.map(() => createBoss({ connectionString: url, max: 2 }));
+    const bosses = instances.map(() => createBoss({ connectionString: url, max: 2, migrate: true }));
     for (const boss of bosses) boss.on('error', () => {});
     await Promise.all(bosses.map((boss) => boss.start()));
     await Promise.all(bosses.map((boss) => ensureRunQueue(boss)));

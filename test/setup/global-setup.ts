@@ -1,10 +1,8 @@
-import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres, type RunningPostgres } from '../../src/db/embedded.ts';
-import { migrateToLatest } from '../../src/db/migrate.ts';
 import { createLogger } from '../../src/log.ts';
-import { createBoss, ensureRunQueue } from '../../src/queue/boss.ts';
+import { migrateDatabase } from '../../src/migrate.ts';
 import { withDatabase } from '../helpers/urls.ts';
 
 declare module 'vitest' {
@@ -41,17 +39,7 @@ export async function setup(project: TestProject): Promise<void> {
   // Databases of earlier runs that were kept for inspection stay until the next run of the same pid.
   await admin.end();
 
-  const url = withDatabase(adminUrl, templateDb);
-  const db = new Kysely<unknown>({
-    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1 }) }),
-  });
-  await migrateToLatest(db);
-  await db.destroy();
-  const boss = createBoss({ connectionString: url, max: 2 });
-  boss.on('error', () => {});
-  await boss.start();
-  await ensureRunQueue(boss);
-  await boss.stop({ graceful: false, close: true });
+  await migrateDatabase({ connectionString: withDatabase(adminUrl, templateDb), log: createLogger('warn') });
 
   project.provide('adminUrl', adminUrl);
   project.provide('templateDb', templateDb);
