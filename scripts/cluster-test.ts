@@ -10,6 +10,7 @@
  * `tasks/get`); exits non-zero on any mismatch.
  *
  *   node --import tsx scripts/cluster-test.ts
+ *   CLUSTER_POOLER=pgbouncer node --import tsx scripts/cluster-test.ts   (through a real PgBouncer)
  */
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +19,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { startEmbeddedPostgres, type RunningPostgres } from '../src/db/embedded.ts';
 import { createLogger } from '../src/log.ts';
 import { freePort } from '../test/helpers/ports.ts';
+import { clusterDatabase } from './cluster/database.ts';
 import { startNginx } from './cluster/nginx.ts';
 import { checkAllServing, firstSuccessfulGet } from './cluster/probes.ts';
 import { Processes, waitHttp, type ClusterProcess } from './cluster/processes.ts';
@@ -38,9 +40,10 @@ const pgOptions = {
 };
 let postgres: RunningPostgres = await startEmbeddedPostgres(pgOptions);
 const dbUrl = postgres.connectionString;
+const database = await clusterDatabase(dbUrl);
 
 const procs = new Processes({
-  DATABASE_URL: dbUrl,
+  ...database.env,
   LOG_LEVEL: 'warn',
   TASK_POLL_INTERVAL_MS: '50',
   LEASE_MS: '2000',
@@ -58,7 +61,9 @@ http.push(startHttp(1));
 const workers = [procs.start('worker-1', ['workers/main.ts']), procs.start('worker-2', ['workers/main.ts'])];
 await waitHttp(httpPorts[1]!);
 const nginx = await startNginx(httpPorts);
-log(`nginx :${nginx.port} → http :${httpPorts.join(', :')}; 2 workers; private Postgres :${pgOptions.port}`);
+log(
+  `nginx :${nginx.port} → http :${httpPorts.join(', :')}; 2 workers; private Postgres :${pgOptions.port}, ${database.describe}`,
+);
 
 const workload = new Workload({
   url: nginx.url,
@@ -143,6 +148,7 @@ try {
 } finally {
   await procs.stopAll();
   await nginx.stop();
+  await database.stop();
   await postgres.stop();
   rmSync(pgDir, { recursive: true, force: true });
 }

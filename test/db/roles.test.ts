@@ -7,6 +7,7 @@ import { createLogger } from '../../src/log.ts';
 import { migrateDatabase } from '../../src/migrate.ts';
 import type { Runtime } from '../../src/runtime.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
+import { allowPoolerUser } from '../helpers/database-env.ts';
 import { RawMcp } from '../helpers/mcp.ts';
 import { startTestRuntime } from '../helpers/runtime.ts';
 import { TEST_TOOLS } from '../helpers/test-tools.ts';
@@ -17,11 +18,12 @@ const suffix = randomBytes(4).toString('hex');
 const OWNER = `mcp_owner_${suffix}`;
 const APP = `mcp_app_${suffix}`;
 const DB = `mcp_test_roles_${suffix}`;
+const PASSWORD = randomBytes(12).toString('hex');
 
 const asRole = (role: string, database = DB) => {
   const u = new URL(withDatabase(inject('adminUrl'), database));
   u.username = role;
-  u.password = '';
+  u.password = PASSWORD;
   return u.toString();
 };
 
@@ -61,9 +63,14 @@ const start = async (env: Record<string, string>) => {
 };
 
 beforeAll(async () => {
-  await admin(`create role ${OWNER} login nosuperuser nocreatedb nocreaterole`);
-  await admin(`create role ${APP} login nosuperuser nocreatedb nocreaterole`);
+  await admin(`create role ${OWNER} login password '${PASSWORD}' nosuperuser nocreatedb nocreaterole`);
+  await admin(`create role ${APP} login password '${PASSWORD}' nosuperuser nocreatedb nocreaterole`);
   await admin(`create database ${DB} owner ${OWNER}`);
+  // The documented way to give the runtime role its timeouts when a pooler refuses startup parameters.
+  await admin(`alter role ${APP} in database ${DB} set statement_timeout = '30s'`);
+  await admin(`alter role ${APP} in database ${DB} set lock_timeout = '10s'`);
+  await admin(`alter role ${APP} in database ${DB} set idle_in_transaction_session_timeout = '60s'`);
+  await allowPoolerUser(APP, PASSWORD, DB);
 });
 
 afterAll(async () => {
@@ -114,6 +121,11 @@ describe('an owner role that migrates and a runtime role that owns nothing', () 
   it('serves tasks as the runtime role: run, input, cancel, expiry and purge', async () => {
     const rt = await start({ MIGRATE_ON_START: 'false' });
     const mcp = new RawMcp(rt.url);
+    const setting = async (name: string) =>
+      (await sql<{ v: string }>`select current_setting(${name}) as v`.execute(rt.db)).rows[0]?.v;
+    expect(await setting('session_authorization')).toBe(APP);
+    expect(await setting('statement_timeout')).toBe('30s');
+    expect(await setting('idle_in_transaction_session_timeout')).toBe('1min');
 
     const analyzed = await mcp.callTool('analyze_numbers', { count: 1000, chunkSize: 500 });
     expect((await mcp.waitForTask(analyzed.taskId as string)).status).toBe('completed');

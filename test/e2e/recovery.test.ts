@@ -7,6 +7,7 @@ import { createBoss, RUN_QUEUE } from '../../src/queue/boss.ts';
 import type { Runtime } from '../../src/runtime.ts';
 import { expectedAnalysis } from '../helpers/analysis.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { databaseEnv } from '../helpers/database-env.ts';
 import { RawMcp } from '../helpers/mcp.ts';
 import { FAST_ENV, startTestRuntime } from '../helpers/runtime.ts';
 
@@ -40,7 +41,7 @@ function worker(env: Record<string, string> = {}): { child: ChildProcess; exited
     env: {
       ...process.env,
       ...FAST_ENV,
-      DATABASE_URL: tdb.url,
+      ...databaseEnv(tdb.url),
       LOG_LEVEL: 'warn',
       SWEEP_INTERVAL_MS: '200',
       ...env,

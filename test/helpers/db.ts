@@ -20,6 +20,14 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   await admin.connect();
   try {
     await admin.query(`create database ${name} template ${inject('templateDb')}`);
+    if (inject('pooler') !== undefined) {
+      // Through PgBouncer the timeouts cannot be startup parameters: they are the role's, as documented.
+      await admin.query(
+        `alter role current_user in database ${name} set statement_timeout = '30s'; ` +
+          `alter role current_user in database ${name} set lock_timeout = '10s'; ` +
+          `alter role current_user in database ${name} set idle_in_transaction_session_timeout = '60s'`,
+      );
+    }
   } finally {
     await admin.end();
   }

@@ -4,6 +4,7 @@ import { createLogger } from '../../src/log.ts';
 import { startRuntime, type Role, type Runtime } from '../../src/runtime.ts';
 import type { ToolDefinition } from '../../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
+import { databaseEnv } from './database-env.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
 import { RawMcp } from './mcp.ts';
 
@@ -31,7 +32,7 @@ export const FAST_ENV: Record<string, string> = {
 
 /** A real process runtime (HTTP on a real socket, pg-boss, workers) against a test database. */
 export async function startTestRuntime(opts: TestRuntimeOptions): Promise<Runtime & { url: string }> {
-  const config = loadConfig({ ...FAST_ENV, ...opts.env, DATABASE_URL: opts.databaseUrl });
+  const config = loadConfig({ ...FAST_ENV, ...opts.env, ...databaseEnv(opts.databaseUrl) });
   const runtime = await startRuntime({
     config,
     log: createLogger(config.LOG_LEVEL),

@@ -7,6 +7,7 @@ import type { Runtime } from '../../src/runtime.ts';
 import { insertTask } from '../../src/tasks/store/create.ts';
 import { newTaskId } from '../../src/tasks/ids.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { databaseEnv } from '../helpers/database-env.ts';
 import { RawMcp } from '../helpers/mcp.ts';
 import { FAST_ENV, startTestRuntime } from '../helpers/runtime.ts';
 import { listen } from '../helpers/sse.ts';
@@ -32,7 +33,7 @@ const SUB = 'io.modelcontextprotocol/subscriptionId';
 function startWorkerProcess(): { child: ChildProcess; exited: Promise<void> } {
   const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, ...FAST_ENV, DATABASE_URL: tdb.url, LOG_LEVEL: 'warn' },
+    env: { ...process.env, ...FAST_ENV, ...databaseEnv(tdb.url), LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

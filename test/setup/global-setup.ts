@@ -3,6 +3,7 @@ import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres, type RunningPostgres } from '../../src/db/embedded.ts';
 import { createLogger } from '../../src/log.ts';
 import { migrateDatabase } from '../../src/migrate.ts';
+import { startPgBouncer, type PoolerInfo, type RunningPgBouncer } from '../helpers/pgbouncer.ts';
 import { withDatabase } from '../helpers/urls.ts';
 
 declare module 'vitest' {
@@ -11,10 +12,13 @@ declare module 'vitest' {
     adminUrl: string;
     /** A database migrated once (ours and pg-boss's schema) that every test file clones. */
     templateDb: string;
+    /** Set when the suite runs through PgBouncer in transaction mode (TEST_PGBOUNCER=1). */
+    pooler: PoolerInfo | undefined;
   }
 }
 
 let embedded: RunningPostgres | undefined;
+let pgbouncer: RunningPgBouncer | undefined;
 
 /**
  * The test database server: TEST_DATABASE_URL (e.g. the machine's Postgres) when set, else an
@@ -41,10 +45,16 @@ export async function setup(project: TestProject): Promise<void> {
 
   await migrateDatabase({ connectionString: withDatabase(adminUrl, templateDb), log: createLogger('warn') });
 
+  if (process.env.TEST_PGBOUNCER === '1') pgbouncer = await startPgBouncer({ upstream: adminUrl });
+  project.provide(
+    'pooler',
+    pgbouncer && { port: pgbouncer.port, userlist: pgbouncer.userlist, pid: pgbouncer.pid },
+  );
   project.provide('adminUrl', adminUrl);
   project.provide('templateDb', templateDb);
 }
 
 export async function teardown(): Promise<void> {
+  await pgbouncer?.stop();
   await embedded?.stop();
 }

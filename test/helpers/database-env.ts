@@ -1,0 +1,58 @@
+import { appendFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { inject } from 'vitest';
+
+/** Whether this run goes through PgBouncer in transaction mode (TEST_PGBOUNCER=1). */
+export const throughPooler = (): boolean => inject('pooler') !== undefined;
+
+const sameServer = (a: URL, b: URL) => a.hostname === b.hostname && (a.port || '5432') === (b.port || '5432');
+
+/**
+ * The environment a server or worker process gets for a database of the test Postgres. Through
+ * PgBouncer, as documented for production: DATABASE_URL is the pooler, DATABASE_DIRECT_URL the
+ * database itself (LISTEN, migrations), and the session timeouts are the role's (set by
+ * createTestDatabase), since the pooler refuses the startup parameter. A database on another server
+ * (a test's private Postgres) is reached directly.
+ */
+export function databaseEnv(url: string): Record<string, string> {
+  const pooler = inject('pooler');
+  const target = new URL(url);
+  if (pooler === undefined || !sameServer(target, new URL(inject('adminUrl')))) return { DATABASE_URL: url };
+  const pooled = new URL(url);
+  pooled.hostname = '127.0.0.1';
+  pooled.port = String(pooler.port);
+  return {
+    DATABASE_URL: pooled.toString(),
+    DATABASE_DIRECT_URL: url,
+    DB_STATEMENT_TIMEOUT_MS: '0',
+    DB_LOCK_TIMEOUT_MS: '0',
+    DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: '0',
+  };
+}
+
+/** Lets a role a test created through PgBouncer (its auth_file lists every role that may pass). */
+export async function allowPoolerUser(role: string, password: string, database: string): Promise<void> {
+  const pooler = inject('pooler');
+  if (pooler === undefined) return;
+  appendFileSync(pooler.userlist, `"${role}" "${password}"\n`);
+  process.kill(pooler.pid, 'SIGHUP');
+  const url = new URL(databaseEnv(inject('adminUrl')).DATABASE_URL!);
+  url.username = role;
+  url.password = password;
+  url.pathname = `/${database}`;
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const client = new pg.Client({ connectionString: url.toString() });
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      await client.end();
+      return;
+    } catch (err) {
+      await client.end().catch(() => {});
+      if (Date.now() > deadline) throw err;
+      await sleep(50);
+    }
+  }
+}
