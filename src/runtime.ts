@@ -14,6 +14,7 @@ import { createServerEvents } from './events/server-events.ts';
 import { createApp } from './http/app.ts';
 import { securityFromConfig } from './http/auth/from-config.ts';
 import type { AuthEnv } from './http/auth/middleware.ts';
+import { guardNodeServer } from './http/node-server.ts';
 import { PollLimiter } from './protocol/poll-limiter.ts';
 import { coerceError, type Logger } from './log.ts';
 import { createDispatcher } from './protocol/dispatch.ts';
@@ -210,6 +211,8 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
             { fetch: (req) => current.fetch(req), hostname: config.HOST, port: config.PORT },
             (info) => resolve({ server: s, port: info.port }),
           );
+          // Before any connection: an oversized request's 413 must reach a client still sending the body.
+          guardNodeServer(s, { maxBodyBytes: config.MAX_BODY_BYTES });
         });
         // The public URL (OAuth metadata) names the port actually bound, e.g. with PORT=0.
         if (listening.port !== config.PORT) app = current = buildApp(listening.port);

@@ -1,4 +1,4 @@
-import { Hono } from 'hono';
+import { Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from '../log.ts';
 import type { Dispatcher } from '../protocol/dispatch.ts';
@@ -32,6 +32,24 @@ export interface AppOptions {
 /** An error response to a request whose id was not read: no `id` (the 2026-07-28 schema allows no null). */
 const error = (code: number, message: string) => ({ jsonrpc: '2.0' as const, error: { code, message } });
 
+/**
+ * The MCP endpoint's body limit: a body over `maxBodyBytes` gets a 413 JSON-RPC error. A declared
+ * Content-Length over it is refused before any of the body is read (`guardNodeServer` counts on that
+ * to answer `Expect: 100-continue` without a 100).
+ */
+export function mcpBodyLimit(maxBodyBytes: number): MiddlewareHandler {
+  return bodyLimit({
+    maxSize: maxBodyBytes,
+    // The rest of the body is never read, so the connection cannot be reused: say so, or a client's
+    // next request on it would meet a reset. The server still reads and discards what the client
+    // sends while it closes (guardNodeServer), so that the client can read this answer.
+    onError: (c) =>
+      c.json(error(ProtocolErrorCode.InvalidRequest, `Request body exceeds ${maxBodyBytes} bytes`), 413, {
+        Connection: 'close',
+      }),
+  });
+}
+
 /** The Hono app: the MCP endpoint (and, for OAuth, its Protected Resource Metadata). */
 export function createApp({
   dispatcher,
@@ -56,15 +74,7 @@ export function createApp({
   }
   app.post(
     path,
-    bodyLimit({
-      maxSize: maxBodyBytes,
-      // The rest of the body is never read, so the connection cannot be reused: say so, or a client's
-      // next request on it would meet a reset.
-      onError: (c) =>
-        c.json(error(ProtocolErrorCode.InvalidRequest, `Request body exceeds ${maxBodyBytes} bytes`), 413, {
-          Connection: 'close',
-        }),
-    }),
+    mcpBodyLimit(maxBodyBytes),
     authMiddleware(auth),
     mcpPost({
       dispatcher,
