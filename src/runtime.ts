@@ -1,8 +1,10 @@
 import { serve, type ServerType } from '@hono/node-server';
 import type { Hono } from 'hono';
+import pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { startWorkerPool, type WorkerPool } from '../workers/pool.ts';
 import type { Config } from './config.ts';
+import { adaptToConnectionLimit } from './db/connection-limit.ts';
 import { createDb, type Db } from './db/database.ts';
 import { startEmbeddedPostgres, type RunningPostgres } from './db/embedded.ts';
 import { assertMigrated } from './db/migrate.ts';
@@ -112,6 +114,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       max: config.QUEUE_POOL_MAX,
       supervise: role !== 'server',
       timeouts,
+      connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
     });
     boss.on('error', (err) => log.error('pg-boss error', { error: coerceError(err).message }));
     await boss.start().catch((err: unknown) => {
@@ -120,6 +123,10 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       });
     });
     cleanups.push(() => boss.stop({ graceful: true, timeout: config.SHUTDOWN_GRACE_MS, close: true }));
+    const bossPool = (boss.getDb() as { pool?: unknown }).pool;
+    if (bossPool instanceof pg.Pool) {
+      adaptToConnectionLimit(bossPool, { connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS });
+    }
     await ensureRunQueue(boss);
 
     // One LISTEN connection per process: task changes, new runs, list changes.

@@ -1,5 +1,6 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { adaptToConnectionLimit } from './connection-limit.ts';
 import type { ServerSecretsTable } from './server-secrets.table.ts';
 import type { TaskInputRequestsTable } from './task-input-requests.table.ts';
 import type { TaskStepsTable } from './task-steps.table.ts';
@@ -78,6 +79,7 @@ export function createDb({
   // on release, and the failed query becomes -32603 for its request.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
+  adaptToConnectionLimit(pool, { connectTimeoutMs });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { db, pool };
 }

@@ -29,6 +29,8 @@ export interface EmbeddedPostgresOptions {
   port: number;
   database?: string;
   log: Logger;
+  /** Server settings for this start (`-c name=value`), e.g. a low max_connections in a test. */
+  settings?: Readonly<Record<string, string>>;
 }
 
 export interface RunningPostgres {
@@ -156,6 +158,7 @@ export async function startEmbeddedPostgres({
   port,
   database = 'mcp_tasks',
   log,
+  settings = {},
 }: EmbeddedPostgresOptions): Promise<RunningPostgres> {
   const dir = path.resolve(dataDir);
   const home = path.dirname(dir);
@@ -211,7 +214,19 @@ export async function startEmbeddedPostgres({
   if (ids !== undefined) chownSync(logFile, ids.uid, ids.gid);
   const child = spawn(
     bins.postgres,
-    ['-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    [
+      ...[
+        '-D',
+        dir,
+        '-p',
+        String(port),
+        '-c',
+        'listen_addresses=127.0.0.1',
+        '-c',
+        'unix_socket_directories=',
+      ],
+      ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
+    ],
     { ...ids, detached: true, stdio: ['ignore', out, out], env: { ...process.env, LC_ALL: 'C' } },
   );
   closeSync(out);

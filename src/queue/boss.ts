@@ -25,6 +25,8 @@ export interface BossOptions {
   /** Install or upgrade pg-boss's schema at start: only the migrate step does (as the owner, directly). */
   migrate?: boolean;
   timeouts?: SessionTimeouts;
+  /** How long a query waits for a connection before it fails. */
+  connectTimeoutMs?: number;
 }
 
 /** A pg-boss instance with its own bounded pool; no cron, and no LISTEN of its own (we wake workers). */
@@ -35,6 +37,7 @@ export function createBoss({
   supervise = false,
   migrate = false,
   timeouts,
+  connectTimeoutMs = 10_000,
 }: BossOptions): PgBoss {
   return new PgBoss({
     connectionString,
@@ -46,6 +49,7 @@ export function createBoss({
     useListenNotify: false,
     application_name: 'durable-mcp-tasks:pg-boss',
     options: sessionOptions(timeouts),
+    connectionTimeoutMillis: connectTimeoutMs,
   });
 }
 
