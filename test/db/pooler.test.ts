@@ -1,7 +1,10 @@
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
-import { throughPooler } from '../helpers/database-env.ts';
-import { useTestServer } from '../helpers/runtime.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createLogger } from '../../src/log.ts';
+import { startRuntime } from '../../src/runtime.ts';
+import { databaseEnv, throughPooler } from '../helpers/database-env.ts';
+import { FAST_ENV, useTestServer } from '../helpers/runtime.ts';
 
 const server = useTestServer();
 
@@ -30,5 +33,20 @@ describe.runIf(throughPooler())('through PgBouncer in transaction mode', () => {
       .map((c) => c.application_name);
     expect(names).toEqual(expect.arrayContaining(['durable-mcp-tasks:all', 'durable-mcp-tasks:pg-boss']));
     expect(names).not.toContain('durable-mcp-tasks:listen');
+  });
+
+  it('a process that sends its timeouts as a startup parameter stops at once, saying what to do', async () => {
+    const direct = server.tdb.url;
+    const pooled = databaseEnv(direct).DATABASE_URL!;
+    // Were the refusal retried like an outage, this would wait 10 minutes: past the test's timeout.
+    const config = loadConfig({
+      ...FAST_ENV,
+      DATABASE_URL: pooled,
+      DATABASE_DIRECT_URL: direct,
+      DB_STARTUP_TIMEOUT_MS: '600000',
+    });
+    await expect(
+      startRuntime({ config, log: createLogger('silent'), role: 'server', tools: [] }),
+    ).rejects.toThrow(/refused a startup parameter .*DB_STATEMENT_TIMEOUT_MS=0.*ALTER ROLE/);
   });
 });
