@@ -202,7 +202,7 @@ describe('guarded transitions in Postgres', () => {
     expect((await checkLeases(tdb.db, 'w2', new Map([[running, claim.attempt]])))[0]?.held).toBe(false);
     // A duplicate delivery does not cancel it under the live attempt.
     expect(await settleCancelRequest(tdb.db, running)).toBe(false);
-    // The attempt may still win the race and complete; nothing after that changes it.
+    // The attempt stops and settles the cancel; nothing after that changes it.
     expect(
       await finishAttempt(tdb.db, running, claim.attempt, {
         status: 'cancelled',
@@ -210,6 +210,34 @@ describe('guarded transitions in Postgres', () => {
       }),
     ).toBe(true);
     expect(await status(running)).toBe('cancelled');
+  });
+
+  it('an acknowledged cancel wins over a result that arrives after it', async () => {
+    for (const outcome of [
+      { status: 'completed' as const, result: { content: [] } },
+      { status: 'failed' as const, error: { code: -32603, message: 'x' }, statusMessage: 'x' },
+    ]) {
+      const taskId = await newTask();
+      const claim = (await claimTask(tdb.db, taskId, 'w1', 10_000))!;
+      await requestCancel(tdb.db, taskId, 'alice');
+      expect(await finishAttempt(tdb.db, taskId, claim.attempt, outcome)).toBe(true);
+      const row = await tdb.db
+        .selectFrom('tasks')
+        .select(['status', 'result', 'error', 'status_message'])
+        .where('task_id', '=', taskId)
+        .executeTakeFirstOrThrow();
+      expect(row).toEqual({
+        status: 'cancelled',
+        result: null,
+        error: null,
+        status_message: 'Cancelled by request',
+      });
+    }
+    // Without a cancel request the outcome stands.
+    const plain = await newTask();
+    const claim = (await claimTask(tdb.db, plain, 'w1', 10_000))!;
+    await finishAttempt(tdb.db, plain, claim.attempt, { status: 'completed', result: { content: [] } });
+    expect(await status(plain)).toBe('completed');
   });
 
   it('stores answers for outstanding keys only and resumes exactly once', async () => {

@@ -11,6 +11,10 @@ type Outcome =
 /**
  * Ends an attempt: one guarded UPDATE from `working`, fenced by attempt, so a worker that lost its
  * lease can never overwrite the attempt that replaced it. False when the fence did not hold.
+ *
+ * An acknowledged `tasks/cancel` wins over an outcome that arrives after it: a handler that finished
+ * before it noticed the request (its cancel check could not reach the database, say) still ends the
+ * task `cancelled`, so a client told its cancel was accepted never sees the work complete.
  */
 export async function finishAttempt(
   db: Kysely<Database>,
@@ -18,13 +22,18 @@ export async function finishAttempt(
   attempt: number,
   outcome: Outcome,
 ): Promise<boolean> {
+  const cancelled = sql<boolean>`cancel_requested_at is not null`;
+  const result = outcome.status === 'completed' ? JSON.stringify(outcome.result) : null;
+  const error = outcome.status === 'failed' ? JSON.stringify(outcome.error) : null;
   const row = await db
     .updateTable('tasks')
     .set({
-      status: outcome.status satisfies TaskStatus,
-      result: outcome.status === 'completed' ? JSON.stringify(outcome.result) : null,
-      error: outcome.status === 'failed' ? JSON.stringify(outcome.error) : null,
-      ...(outcome.statusMessage === undefined ? {} : { status_message: outcome.statusMessage }),
+      status: sql`case when ${cancelled} then 'cancelled' else ${outcome.status satisfies TaskStatus} end`,
+      result: sql`case when ${cancelled} then null else ${result}::jsonb end`,
+      error: sql`case when ${cancelled} then null else ${error}::jsonb end`,
+      status_message: sql`case when ${cancelled} then 'Cancelled by request' else ${
+        outcome.statusMessage ?? sql`status_message`
+      } end`,
       leased_by: null,
       lease_expires_at: null,
       last_updated_at: sql`now()`,
