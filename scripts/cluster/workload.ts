@@ -52,6 +52,8 @@ export class Workload {
   /** Every failed request (transport error, 5xx, JSON-RPC error a correct client would not get). */
   readonly clientErrors: ClientError[] = [];
   crossInstanceUpdates = 0;
+  /** Cancel jobs whose task ended `completed`: their cancel must have come after the end. */
+  readonly lateCancels = new Set<string>();
   #rpcId = 0;
   readonly #chunkDelayMs: number;
 
@@ -215,10 +217,15 @@ export class Workload {
     await this.poll(taskId, (t) => typeof t.statusMessage === 'string' || t.status !== 'working');
     await this.rpc('tasks/cancel', { taskId });
     const done = await this.poll(taskId, (t) => TERMINAL.includes(t.status as string));
+    if (done.status === 'completed') {
+      // Right only if the cancel reached the server after the task had ended (its requests were
+      // failing meanwhile): `check` reads that no cancel request was ever recorded on the task.
+      this.lateCancels.add(taskId);
+    }
     this.outcomes.push({
       kind: 'cancel',
       taskId,
-      ok: done.status === 'cancelled',
+      ok: done.status === 'cancelled' || done.status === 'completed',
       detail: JSON.stringify(done.status),
     });
   }
@@ -294,9 +301,11 @@ export class Workload {
         tool_name: string;
         steps: string;
         resumed: boolean;
+        cancel_requested: boolean;
         args: { count?: number; chunkSize?: number };
       }>(
         `select t.task_id, t.status, t.tool_name, t.arguments as args,
+                t.cancel_requested_at is not null as cancel_requested,
                 (select count(*) from task_steps s where s.task_id = t.task_id) as steps,
                 (select count(distinct attempt) > 1 from task_steps s where s.task_id = t.task_id) as resumed
            from tasks t`,
@@ -311,6 +320,16 @@ export class Workload {
         r.status === 'completed' &&
         Number(r.steps) !== Math.ceil((r.args.count ?? 0) / (r.args.chunkSize ?? 100_000)),
     );
+    // A cancel acknowledged while the task was still active must win (finishAttempt): a completed task
+    // with a recorded cancel request is wrong.
+    for (const o of this.outcomes) {
+      if (
+        o.kind === 'cancel' &&
+        this.lateCancels.has(o.taskId ?? '') &&
+        stored.get(o.taskId!)?.cancel_requested
+      )
+        Object.assign(o, { ok: false, detail: 'completed although its cancel was recorded while it ran' });
+    }
     const bad = this.outcomes.filter((o) => !o.ok);
     const byKind = new Map<string, { ok: number; bad: number }>();
     for (const o of this.outcomes) {
@@ -322,6 +341,8 @@ export class Workload {
     log(`acknowledged tasks: ${this.acknowledged.size}; stored: ${rows.length}; lost: ${lost.length}`);
     for (const [kind, k] of byKind) log(`  ${kind.padEnd(14)} right: ${k.ok}  wrong: ${k.bad}`);
     log(`input answered through the other instance: ${this.crossInstanceUpdates}/${this.counts.confirm}`);
+    if (this.lateCancels.size > 0)
+      log(`cancels that reached the server after their task had ended: ${this.lateCancels.size}`);
     log(`completed analyze tasks with a step count other than their chunks: ${wrongSteps.length}`);
     log(
       `tasks whose checkpoints span several attempts (taken over): ${rows.filter((r) => r.resumed).length}`,
