@@ -8,7 +8,7 @@ import { adaptToConnectionLimit } from './db/connection-limit.ts';
 import { createDb, type Db } from './db/database.ts';
 import { startEmbeddedPostgres, type RunningPostgres } from './db/embedded.ts';
 import { assertMigrated } from './db/migrate.ts';
-import { waitForDatabase } from './db/wait.ts';
+import { isUnreachable, retryWhileUnreachable, waitForDatabase } from './db/wait.ts';
 import { migrateDatabase } from './migrate.ts';
 import { sharedSecret } from './db/shared-secret.ts';
 import { ChangeFeed } from './events/change-feed.ts';
@@ -98,41 +98,50 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       timeouts,
     });
     cleanups.push(() => db.destroy());
+    // Every start-up step waits out an unreachable database (e.g. Postgres restarting meanwhile).
+    const deadline = Date.now() + config.DB_STARTUP_TIMEOUT_MS;
+    const retry = <T>(step: string, fn: () => Promise<T>) =>
+      retryWhileUnreachable(step, fn, { log, deadline });
     await waitForDatabase(db, log, config.DB_STARTUP_TIMEOUT_MS);
     if (config.MIGRATE_ON_START) {
-      await migrateDatabase({
-        connectionString: directUrl,
-        log,
-        startupTimeoutMs: config.DB_STARTUP_TIMEOUT_MS,
-      });
+      await retry('migrate', () =>
+        migrateDatabase({ connectionString: directUrl, log, startupTimeoutMs: deadline - Date.now() }),
+      );
     } else {
-      await assertMigrated(db);
+      await retry('schema check', () => assertMigrated(db));
     }
 
-    const boss = createBoss({
-      connectionString,
-      max: config.QUEUE_POOL_MAX,
-      supervise: role !== 'server',
-      timeouts,
-      connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
-    });
-    boss.on('error', (err) => log.error('pg-boss error', { error: coerceError(err).message }));
-    await boss.start().catch((err: unknown) => {
-      throw new Error(`pg-boss: ${coerceError(err).message} (run \`npm run migrate\` as the owner role)`, {
-        cause: err,
+    const boss = await retry('pg-boss', async () => {
+      const b = createBoss({
+        connectionString,
+        max: config.QUEUE_POOL_MAX,
+        supervise: role !== 'server',
+        timeouts,
+        connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
       });
+      b.on('error', (err) => log.error('pg-boss error', { error: coerceError(err).message }));
+      try {
+        await b.start();
+        return b;
+      } catch (err) {
+        await b.stop({ graceful: false, close: true }).catch(() => {});
+        if (isUnreachable(err)) throw err;
+        throw new Error(`pg-boss: ${coerceError(err).message} (run \`npm run migrate\` as the owner role)`, {
+          cause: err,
+        });
+      }
     });
     cleanups.push(() => boss.stop({ graceful: true, timeout: config.SHUTDOWN_GRACE_MS, close: true }));
     const bossPool = (boss.getDb() as { pool?: unknown }).pool;
     if (bossPool instanceof pg.Pool) {
       adaptToConnectionLimit(bossPool, { connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS });
     }
-    await ensureRunQueue(boss);
+    await retry('run queue', () => ensureRunQueue(boss));
 
     // One LISTEN connection per process: task changes, new runs, list changes.
     // A transaction-mode pooler cannot carry LISTEN: it takes the direct connection.
     const feed = new ChangeFeed(directUrl, log);
-    await feed.start();
+    await retry('listen', () => feed.start());
     cleanups.push(() => feed.stop());
 
     const tools = new ToolRegistry(opts.tools);
@@ -169,7 +178,9 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     let server: ServerType | undefined;
     let url: string | undefined;
     if (role !== 'worker') {
-      const secret = config.REQUEST_STATE_SECRET ?? (await sharedSecret(db, 'request-state'));
+      const secret =
+        config.REQUEST_STATE_SECRET ??
+        (await retry('shared secret', () => sharedSecret(db, 'request-state')));
       const shutdown = new AbortController();
       const deps: ServerDeps = {
         serverInfo: { name: config.SERVER_NAME, version: opts.serverVersion ?? '0.1.0' },

@@ -3,19 +3,28 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { coerceError, type Logger } from '../log.ts';
 import { isConnectionError, isRefusedStartupParameter } from './errors.ts';
 
+/** A connection error on the error itself or on its cause (pg-boss and the migrator wrap what pg said). */
+export function isUnreachable(err: unknown): boolean {
+  return isConnectionError(err) || isConnectionError((err as { cause?: unknown } | null)?.cause);
+}
+
 /**
- * Waits until the database answers, retrying connection errors with backoff up to `timeoutMs`: a
- * process started while Postgres restarts (an orchestrator restarting both at once) waits for it
- * instead of exiting. Any other error, or the deadline, is thrown.
+ * Runs a start-up step, retrying it with backoff while the database cannot be reached, until
+ * `deadline` (ms since the epoch): a process started while Postgres restarts (an orchestrator
+ * restarting both at once) waits for it instead of exiting, whichever step the outage hits. Any other
+ * error, or the deadline, is thrown. Steps must be safe to run again (they are: migrations take locks
+ * and are idempotent, the rest are reads or upserts).
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- only `select 1` is run
-export async function waitForDatabase(db: Kysely<any>, log: Logger, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+export async function retryWhileUnreachable<T>(
+  step: string,
+  fn: () => Promise<T>,
+  { log, deadline }: { log: Logger; deadline: number },
+): Promise<T> {
   for (let delay = 100, warned = false; ; delay = Math.min(delay * 2, 2_000)) {
     try {
-      await sql`select 1`.execute(db);
-      if (warned) log.info('database reachable');
-      return;
+      const value = await fn();
+      if (warned) log.info('database reachable', { step });
+      return value;
     } catch (err) {
       if (isRefusedStartupParameter(err)) {
         throw new Error(
@@ -25,10 +34,19 @@ export async function waitForDatabase(db: Kysely<any>, log: Logger, timeoutMs = 
           { cause: err },
         );
       }
-      if (!isConnectionError(err) || Date.now() + delay > deadline) throw err;
-      if (!warned) log.warn('waiting for the database', { error: coerceError(err).message });
+      if (!isUnreachable(err) || Date.now() + delay > deadline) throw err;
+      if (!warned) log.warn('waiting for the database', { step, error: coerceError(err).message });
       warned = true;
       await sleep(delay);
     }
   }
+}
+
+/** Waits until the database answers `select 1` (see retryWhileUnreachable). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- only `select 1` is run
+export async function waitForDatabase(db: Kysely<any>, log: Logger, timeoutMs = 60_000): Promise<void> {
+  await retryWhileUnreachable('connect', () => sql`select 1`.execute(db), {
+    log,
+    deadline: Date.now() + timeoutMs,
+  });
 }

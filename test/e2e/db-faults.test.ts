@@ -85,3 +85,32 @@ describe('a Postgres restart under load', () => {
     expect((await mcp.waitForTask(fresh.taskId)).status).toBe('completed');
   }, 90_000);
 });
+
+describe('a Postgres restart while processes start', () => {
+  it('every process that starts during the outage, at any step of its start-up, waits and comes up', async () => {
+    // Start-up runs several steps (connect, migrate, pg-boss, queue, LISTEN, secret); the restart lands
+    // in a different one each round, as it did when a worker started during the cluster test's restart.
+    const started: Array<Runtime & { url: string }> = [];
+    try {
+      for (const delayMs of [0, 20, 40, 60, 80, 120, 160, 200]) {
+        const starting = startTestRuntime({
+          databaseUrl: postgres.connectionString,
+          role: delayMs % 40 === 0 ? 'worker' : 'server',
+          env: { DB_CONNECT_TIMEOUT_MS: '1000', DB_STARTUP_TIMEOUT_MS: '60000' },
+        });
+        await new Promise((r) => setTimeout(r, delayMs));
+        await postgres.stop({ mode: 'fast' });
+        postgres = await startEmbeddedPostgres(pgOptions);
+        started.push(await starting);
+      }
+      // Each came up whole: the servers answer, the workers run tasks.
+      for (const s of started.filter((r) => r.url !== '')) {
+        expect((await new RawMcp(s.url).result('server/discover')).resultType).toBe('complete');
+      }
+      const fresh = await mcp.callTool('analyze_numbers', { count: 100 });
+      expect((await mcp.waitForTask(fresh.taskId, undefined, 30_000)).status).toBe('completed');
+    } finally {
+      await Promise.all(started.map((s) => s.stop()));
+    }
+  }, 120_000);
+});
