@@ -40,8 +40,8 @@ export async function migrateDatabase({
     await migrateToLatest(db);
     const boss = createBoss({ connectionString, max: 1, migrate: true, timeouts: NO_TIMEOUTS });
     boss.on('error', (err) => log.warn('pg-boss error while migrating', { error: coerceError(err).message }));
-    await boss.start();
     try {
+      await boss.start();
       await ensureRunQueue(boss);
     } finally {
       await boss.stop({ graceful: false, close: true });

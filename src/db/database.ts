@@ -53,6 +53,21 @@ export interface DbOptions {
   connectTimeoutMs?: number;
 }
 
+/**
+ * A pg client that a connection error (Postgres restarted, a backend terminated) can never turn into
+ * an uncaught exception. A pool's own 'error' listener covers idle clients only: pg-pool removes it
+ * while a client is checked out, and a client whose socket dies then emits 'error' even while a query
+ * runs (the query fails with it too). So every client listens for its whole life, from its
+ * construction; the pool drops a broken client on release, and the failed query becomes -32603 for its
+ * request. Every pool the process owns uses it: ours, and pg-boss's (through its `Client` option).
+ */
+export class GuardedClient extends pg.Client {
+  constructor(config?: string | pg.ClientConfig) {
+    super(config);
+    this.on('error', () => {});
+  }
+}
+
 /** One bounded pg pool behind Kysely; `pool` is exposed for pg-boss and LISTEN clients. */
 export function createDb({
   connectionString,
@@ -65,6 +80,7 @@ export function createDb({
   pool: pg.Pool;
 } {
   const pool = new pg.Pool({
+    Client: GuardedClient,
     connectionString,
     max,
     application_name: applicationName,
@@ -72,13 +88,7 @@ export function createDb({
     keepAlive: true,
     options: sessionOptions(timeouts),
   });
-  // A connection error (Postgres restarted, a backend terminated) must never crash the process. The
-  // pool's own listener covers idle clients only: pg-pool removes it while a client is checked out,
-  // and a client whose socket dies then emits 'error' even if a query is running (the query fails
-  // with it too). So every client gets a permanent listener of its own; the pool drops broken clients
-  // on release, and the failed query becomes -32603 for its request.
   pool.on('error', () => {});
-  pool.on('connect', (client) => client.on('error', () => {}));
   adaptToConnectionLimit(pool, { connectTimeoutMs });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { db, pool };

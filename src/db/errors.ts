@@ -11,7 +11,8 @@ export function isConnectionError(err: unknown): boolean {
     code.startsWith('08') || // connection exception
     ['57P01', '57P02', '57P03', '53300'].includes(code) || // admin/crash shutdown, cannot connect now, too many connections
     ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code) ||
-    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
+    // pg's, pg-pool's, and Kysely's for a connection it dropped after such an error.
+    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Postgres connection has been discarded/i.test(
       message,
     )
   );

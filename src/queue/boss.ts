@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { fromKysely, PgBoss } from 'pg-boss';
 import { z } from 'zod';
-import { sessionOptions, type Database, type SessionTimeouts } from '../db/database.ts';
+import { GuardedClient, sessionOptions, type Database, type SessionTimeouts } from '../db/database.ts';
 import { CHANNELS } from '../events/change-feed.ts';
 import type { TaskQueue } from '../tasks/service.ts';
 
@@ -50,6 +50,8 @@ export function createBoss({
     application_name: 'durable-mcp-tasks:pg-boss',
     options: sessionOptions(timeouts),
     connectionTimeoutMillis: connectTimeoutMs,
+    // pg-boss hands its settings to pg.Pool: its clients, too, must survive a dropped connection.
+    ...({ Client: GuardedClient } as object),
   });
 }
 
