@@ -27,6 +27,7 @@ import type { PromptDefinition } from './prompts/define.ts';
 import { PromptRegistry } from './prompts/registry.ts';
 import type { ResourceDefinition, ResourceTemplateDefinition } from './resources/define.ts';
 import { ResourceRegistry } from './resources/registry.ts';
+import { SessionService } from './sessions/service.ts';
 import type { ToolDefinition } from './tools/define.ts';
 import { ToolRegistry } from './tools/registry.ts';
 import { RequestStateSealer } from './tools/request-state.ts';
@@ -216,6 +217,15 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
           maxBodyBytes: config.MAX_BODY_BYTES,
           maxJsonDepth: config.MAX_JSON_DEPTH,
           keepAliveMs: config.SSE_KEEPALIVE_MS,
+          legacy: {
+            dispatcher,
+            sessions: new SessionService(db),
+            tools,
+            serverInfo: deps.serverInfo,
+            serves: { resources: !deps.resources.empty, prompts: !deps.prompts.empty },
+            feed,
+            shutdown: shutdown.signal,
+          },
           allowedOrigins: config.ALLOWED_ORIGINS.split(',')
             .map((o) => o.trim())
             .filter((o) => o !== ''),

@@ -2,6 +2,12 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { adaptToConnectionLimit } from './connection-limit.ts';
 import type { ServerSecretsTable } from './server-secrets.table.ts';
+import type {
+  SessionEventsTable,
+  SessionResponsesTable,
+  SessionsTable,
+  SessionSubscriptionsTable,
+} from './sessions.table.ts';
 import type { TaskInputRequestsTable } from './task-input-requests.table.ts';
 import type { TaskStepsTable } from './task-steps.table.ts';
 import type { TasksTable } from './tasks.table.ts';
@@ -11,6 +17,10 @@ export interface Database {
   task_input_requests: TaskInputRequestsTable;
   task_steps: TaskStepsTable;
   server_secrets: ServerSecretsTable;
+  mcp_sessions: SessionsTable;
+  mcp_session_subscriptions: SessionSubscriptionsTable;
+  mcp_session_events: SessionEventsTable;
+  mcp_session_responses: SessionResponsesTable;
 }
 
 export type Db = Kysely<Database>;

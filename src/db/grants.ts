@@ -1,7 +1,16 @@
 import { sql, type Kysely } from 'kysely';
 
 /** The tables our migrations create; the runtime role reads and writes each of them. */
-export const APP_TABLES = ['tasks', 'task_input_requests', 'task_steps', 'server_secrets'] as const;
+export const APP_TABLES = [
+  'tasks',
+  'task_input_requests',
+  'task_steps',
+  'server_secrets',
+  'mcp_sessions',
+  'mcp_session_subscriptions',
+  'mcp_session_events',
+  'mcp_session_responses',
+] as const;
 
 /**
  * Grants a runtime role what the server and the workers need, and nothing that changes the schema:
@@ -21,5 +30,6 @@ export async function grantRuntimeRole(db: Kysely<any>, role: string, bossSchema
   await sql`grant select on ${sql.id(schema, 'kysely_migration')} to ${r}`.execute(db);
   await sql`grant select, insert, update, delete on all tables in schema ${boss} to ${r}`.execute(db);
   await sql`grant usage, select on all sequences in schema ${boss} to ${r}`.execute(db);
+  await sql`grant usage on ${sql.id(schema, 'mcp_session_events_event_id_seq')} to ${r}`.execute(db);
   await sql`grant execute on all functions in schema ${boss} to ${r}`.execute(db);
 }

@@ -9,6 +9,12 @@ export const CHANNELS = {
   run: 'mcp_task_runs',
   list: 'mcp_list_changed',
   resource: 'mcp_resource_updated',
+  /** A 2025-11-25 session ended (DELETE): its streams close. */
+  session: 'mcp_session_ended',
+  /** A session's stream got an event: a resumed stream on another instance forwards it. */
+  sessionEvent: 'mcp_session_events',
+  /** A client answered a request the server sent it: the instance waiting for it reads it. */
+  response: 'mcp_session_responses',
 } as const;
 export type Channel = keyof typeof CHANNELS;
 

@@ -1,9 +1,13 @@
-import { Hono, type MiddlewareHandler } from 'hono';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from '../log.ts';
 import type { Dispatcher } from '../protocol/dispatch.ts';
 import { ProtocolErrorCode } from '../protocol/errors.ts';
+import { PROTOCOL_VERSION } from '../protocol/wire.ts';
 import { authMiddleware, type AuthEnv, type AuthMiddlewareOptions } from './auth/middleware.ts';
+import { SESSION_HEADER, type LegacyOptions } from './legacy/common.ts';
+import { legacyDelete, legacyGet } from './legacy/get.ts';
+import { legacyPost } from './legacy/post.ts';
 import { mcpPost } from './mcp-route.ts';
 import { hostCheck, originCheck } from './origin.ts';
 
@@ -27,6 +31,8 @@ export interface AppOptions {
   allowedHosts?: readonly string[];
   keepAliveMs?: number;
   path?: string;
+  /** Serves the 2025-11-25 era (sessions) beside 2026-07-28 on the same endpoint. */
+  legacy?: Omit<LegacyOptions, 'principalOf' | 'log' | 'keepAliveMs'> | undefined;
 }
 
 /** An error response to a request whose id was not read: no `id` (the 2026-07-28 schema allows no null). */
@@ -62,7 +68,13 @@ export function createApp({
   allowedHosts = [],
   keepAliveMs,
   path = '/mcp',
+  legacy,
 }: AppOptions): Hono<AuthEnv> {
+  const principalOf = (c: Context) => (c as unknown as { get(key: 'principal'): string }).get('principal');
+  const legacyOptions: LegacyOptions | undefined =
+    legacy === undefined
+      ? undefined
+      : { ...legacy, principalOf, log, ...(keepAliveMs === undefined ? {} : { keepAliveMs }) };
   const app = new Hono<AuthEnv>();
   app.use('*', hostCheck({ allowedHosts }));
   app.use(path, originCheck({ allowedOrigins }));
@@ -78,15 +90,25 @@ export function createApp({
     authMiddleware(auth),
     mcpPost({
       dispatcher,
-      principalOf: (c) => (c as unknown as { get(key: 'principal'): string }).get('principal'),
+      principalOf,
+      legacy: legacyOptions === undefined ? undefined : legacyPost(legacyOptions),
       log,
       maxJsonDepth,
       ...(keepAliveMs === undefined ? {} : { keepAliveMs }),
     }),
   );
-  app.on(['GET', 'DELETE', 'PUT', 'PATCH'], path, (c) =>
-    c.json(error(ProtocolErrorCode.InvalidRequest, 'Method not allowed'), 405, { Allow: 'POST' }),
-  );
+  const notAllowed = (c: Context) =>
+    c.json(error(ProtocolErrorCode.InvalidRequest, 'Method not allowed'), 405, { Allow: 'POST' });
+  if (legacyOptions !== undefined) {
+    // GET and DELETE exist in the session era only: without a session they are what 2026-07-28 says.
+    const sessionOnly: MiddlewareHandler = async (c, next) =>
+      c.req.header(SESSION_HEADER) === undefined || c.req.header('mcp-protocol-version') === PROTOCOL_VERSION
+        ? notAllowed(c)
+        : next();
+    app.get(path, sessionOnly, authMiddleware(auth), legacyGet(legacyOptions));
+    app.delete(path, sessionOnly, authMiddleware(auth), legacyDelete(legacyOptions));
+  }
+  app.on(['GET', 'DELETE', 'PUT', 'PATCH'], path, notAllowed);
   app.onError((err, c) => {
     log.error('unhandled error', { error: String(err), stack: err.stack });
     return c.json(error(ProtocolErrorCode.InternalError, 'Internal error'), 500);

@@ -5,12 +5,14 @@ import type { Dispatcher } from '../protocol/dispatch.ts';
 import {
   assertSupportedVersion,
   httpStatusFor,
+  jsonDepth,
   parseMessage,
   parseRequestMeta,
 } from '../protocol/envelope.ts';
 import { ProtocolError, ProtocolErrorCode, toProtocolError } from '../protocol/errors.ts';
 import type { RequestId, RequestMeta } from '../protocol/wire.ts';
 import type { Notification } from '../tools/context.ts';
+import { isLegacyPost } from './legacy/common.ts';
 import { validateRoutingHeaders } from './routing-headers.ts';
 
 export interface McpRouteOptions {
@@ -21,6 +23,8 @@ export interface McpRouteOptions {
   /** SSE comment interval on open streams, so that idle intermediaries keep them. */
   keepAliveMs?: number;
   maxJsonDepth?: number;
+  /** The 2025-11-25 era's POST handler, for requests that speak it (isLegacyPost). */
+  legacy?: ((c: Context, body: string) => Promise<Response>) | undefined;
 }
 
 /** An error response; `id` is omitted when the request's could not be read (the 2026-07-28 schema has no null id). */
@@ -50,9 +54,18 @@ export function mcpPost({
   log,
   keepAliveMs = 15_000,
   maxJsonDepth = 64,
+  legacy,
 }: McpRouteOptions) {
   return async (c: Context) => {
-    const incoming = parseMessage(await c.req.text(), { maxDepth: maxJsonDepth });
+    const text = await c.req.text();
+    if (
+      legacy !== undefined &&
+      jsonDepth(text) <= maxJsonDepth &&
+      isLegacyPost((n) => c.req.header(n), text)
+    ) {
+      return legacy(c, text);
+    }
+    const incoming = parseMessage(text, { maxDepth: maxJsonDepth });
     if (incoming.kind === 'error')
       return c.json(errorBody(incoming.id, incoming.error), httpStatusFor(incoming.error));
     // This revision defines no client notifications over HTTP; accepting them is harmless.

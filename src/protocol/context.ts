@@ -13,6 +13,8 @@ export interface RequestContext {
   signal: AbortSignal;
   /** Present when the response is an SSE stream: sends a request-scoped notification before the result. */
   notify?: ((notification: Notification) => Promise<void>) | undefined;
+  /** Ends the response stream early where the transport can resume it (2025-11-25 SSE polling). */
+  closeStream?: (() => void) | undefined;
   log: Logger;
   /** A request header by (case-insensitive) name, for checks that mirror body values (x-mcp-header). */
   header: (name: string) => string | undefined;

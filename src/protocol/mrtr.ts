@@ -34,6 +34,7 @@ export async function runWithMrtr<T>(
     progressToken: ctx.meta.progressToken,
     logLevel: ctx.meta[META_LOG_LEVEL],
     notify: ctx.notify,
+    closeStream: ctx.closeStream,
   });
   try {
     return { done: true, value: await fn(createToolContext(runtime)) };

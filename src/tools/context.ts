@@ -26,6 +26,8 @@ export interface ToolRuntime {
   status(message: string): void;
   /** Delivers a request-scoped notification; absent for tasks, which have no stream. */
   notify?: ((notification: Notification) => Promise<void>) | undefined;
+  /** Ends the call's response stream early, where the client can resume it. */
+  closeStream?: (() => void) | undefined;
   step<T>(name: string, fn: () => Promise<T> | T): Promise<T>;
   input(requests: InputRequests): Promise<Record<string, JsonObject>>;
 }
@@ -44,6 +46,7 @@ export function createToolContext(rt: ToolRuntime): ToolContext {
     signal: rt.signal,
     events: rt.events ?? NO_EVENTS,
     status: (message) => rt.status(message),
+    closeStream: () => rt.closeStream?.(),
     step: (name, fn) => rt.step(name, fn),
     input: (requests) => rt.input(requests),
     elicit: (key, params) => one(key, { method: 'elicitation/create', params: { mode: 'form', ...params } }),

@@ -59,6 +59,12 @@ export interface ToolContext {
   sample(key: string, params: JsonObject): Promise<JsonObject>;
   /** `input` for one `roots/list` request. */
   listRoots(key: string): Promise<JsonObject>;
+  /**
+   * Ends the response stream of a synchronous call early; the handler goes on, and the client
+   * resumes the stream with `Last-Event-ID` to get what follows (2025-11-25 SSE polling, e.g. to free
+   * a proxy's connection during a long call). Does nothing where the call has no resumable stream.
+   */
+  closeStream(): void;
 }
 
 /** The context of a `prepare` phase: synchronous, before any task exists. */

@@ -23,6 +23,7 @@ export interface SyncRuntimeOptions {
   progressToken?: string | number | undefined;
   logLevel?: LogLevel | undefined;
   notify?: ((notification: Notification) => Promise<void>) | undefined;
+  closeStream?: (() => void) | undefined;
 }
 
 /** Runs a handler inside one HTTP request: steps just run, input goes through MRTR. */
@@ -37,6 +38,7 @@ export function createSyncRuntime(opts: SyncRuntimeOptions): ToolRuntime {
     progressToken: opts.progressToken,
     logLevel: opts.logLevel,
     notify: opts.notify,
+    closeStream: opts.closeStream,
     status: () => {},
     step: async (_name, fn) => fn(),
     input(requests) {

@@ -1,0 +1,39 @@
+import type { ColumnType, Generated } from 'kysely';
+
+type Json = ColumnType<unknown, string, string>;
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+
+export interface SessionsTable {
+  session_id: string;
+  principal: string;
+  protocol_version: string;
+  client_capabilities: Json;
+  client_info: Json;
+  log_level: string | null;
+  created_at: Timestamp;
+  last_seen_at: Timestamp;
+  ended_at: NullableTimestamp;
+}
+
+export interface SessionSubscriptionsTable {
+  session_id: string;
+  uri: string;
+}
+
+export interface SessionEventsTable {
+  /** bigserial: pg returns it as a string. */
+  event_id: ColumnType<string, never, never>;
+  session_id: string;
+  stream_id: string;
+  /** null: a priming event (no message). */
+  message: ColumnType<unknown, string | null, string | null>;
+  created_at: Generated<Date>;
+}
+
+export interface SessionResponsesTable {
+  session_id: string;
+  request_id: string;
+  response: Json;
+  created_at: Generated<Date>;
+}

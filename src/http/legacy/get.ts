@@ -1,0 +1,138 @@
+import { randomBytes } from 'node:crypto';
+import type { Context } from 'hono';
+import type { Session } from '../../sessions/store.ts';
+import { rpcError, SESSION_HEADER, type LegacyOptions } from './common.ts';
+import { SessionStream, SSE_HEADERS } from './sse.ts';
+
+/** The session a GET or DELETE names, or the response that refuses it (400 without, 404 unknown). */
+async function sessionOf(
+  o: LegacyOptions,
+  c: Context,
+): Promise<{ session: Session } | { refused: Response }> {
+  const sessionId = c.req.header(SESSION_HEADER);
+  if (sessionId === undefined) {
+    return { refused: c.json(rpcError(null, -32000, 'Bad Request: Mcp-Session-Id header is required'), 400) };
+  }
+  const session = await o.sessions.find(sessionId, o.principalOf(c));
+  if (session === undefined) return { refused: c.json(rpcError(null, -32001, 'Session not found'), 404) };
+  return { session };
+}
+
+/** DELETE /mcp: the client ends its session; every instance answers 404 for it from then on. */
+export function legacyDelete(o: LegacyOptions) {
+  return async (c: Context): Promise<Response> => {
+    const found = await sessionOf(o, c);
+    if ('refused' in found) return found.refused;
+    await o.sessions.end(found.session.sessionId);
+    return c.body(null, 200);
+  };
+}
+
+/**
+ * GET /mcp: with `Last-Event-ID`, resumes the stream that id belongs to (a call's stream whose
+ * connection dropped: what it missed from the log, then what comes next, until its response); without,
+ * the session's own stream for notifications that belong to no request (list changes, updates of
+ * subscribed resources). Either ends when the session ends.
+ */
+export function legacyGet(o: LegacyOptions) {
+  return async (c: Context): Promise<Response> => {
+    if (!(c.req.header('accept') ?? '').includes('text/event-stream')) {
+      return c.json(rpcError(null, -32000, 'Not Acceptable: the client must accept text/event-stream'), 406);
+    }
+    const found = await sessionOf(o, c);
+    if ('refused' in found) return found.refused;
+    const { session } = found;
+    const lastEventId = c.req.header('last-event-id');
+    if (lastEventId !== undefined) {
+      const streamId = await o.sessions.streamOf(session.sessionId, lastEventId);
+      if (streamId === undefined) {
+        return c.json(rpcError(null, -32000, 'Bad Request: unknown Last-Event-ID'), 400);
+      }
+      return resume(o, session, streamId, lastEventId);
+    }
+    return standalone(o, session);
+  };
+}
+
+/** Sets up what ends a session stream: the client leaving, the session ending, shutdown. */
+function lifetime(o: LegacyOptions, session: Session, stream: SessionStream, extra: Array<() => void> = []) {
+  const keepAlive = setInterval(() => stream.keepAlive(), o.keepAliveMs ?? 15_000);
+  const offs: Array<() => void> = [...extra];
+  const end = () => {
+    clearInterval(keepAlive);
+    for (const off of offs) off();
+    o.shutdown.removeEventListener('abort', end);
+    stream.close();
+  };
+  offs.push(
+    o.feed?.on('session', (sessionId) => {
+      if (sessionId === session.sessionId) end();
+    }) ?? (() => {}),
+  );
+  o.shutdown.addEventListener('abort', end, { once: true });
+  stream.gone.signal.addEventListener('abort', end, { once: true });
+  return { end, offs };
+}
+
+function resume(o: LegacyOptions, session: Session, streamId: string, after: string): Response {
+  const stream = new SessionStream(o.sessions, session.sessionId, streamId);
+  let last = after;
+  let done = false;
+  let busy = Promise.resolve();
+  const { end, offs } = lifetime(o, session, stream);
+  // Replays in order, one read at a time; ends after the call's response.
+  const pump = () => {
+    busy = busy.then(async () => {
+      if (done) return;
+      for (const event of await o.sessions.eventsAfter(session.sessionId, streamId, last)) {
+        stream.writeEvent(event.eventId, event.message);
+        last = event.eventId;
+        const m = event.message as { id?: unknown; method?: unknown };
+        if (m.method === undefined && m.id !== undefined) {
+          done = true;
+          end();
+          return;
+        }
+      }
+    });
+    busy.catch((err: unknown) => o.log.warn('stream resume failed', { error: String(err) }));
+  };
+  offs.push(
+    o.feed?.on('sessionEvent', (payload) => {
+      if (payload === `${session.sessionId} ${streamId}`) pump();
+    }) ?? (() => {}),
+  );
+  const poll = setInterval(pump, 1_000);
+  offs.push(() => clearInterval(poll));
+  pump();
+  return new Response(stream.body, {
+    status: 200,
+    headers: { ...SSE_HEADERS, 'Mcp-Session-Id': session.sessionId },
+  });
+}
+
+function standalone(o: LegacyOptions, session: Session): Response {
+  const stream = new SessionStream(
+    o.sessions,
+    session.sessionId,
+    `get-${randomBytes(9).toString('base64url')}`,
+  );
+  const send = (method: string, params?: object) =>
+    void stream
+      .send({ jsonrpc: '2.0', method, ...(params === undefined ? {} : { params }) })
+      .catch((err: unknown) => o.log.warn('stream write failed', { error: String(err) }));
+  const offs = [
+    o.feed?.on('list', (kind) => send(`notifications/${kind}/list_changed`)) ?? (() => {}),
+    o.feed?.on('resource', (uri) => {
+      void o.sessions
+        .isSubscribed(session.sessionId, uri)
+        .then((yes) => yes && send('notifications/resources/updated', { uri }))
+        .catch(() => {});
+    }) ?? (() => {}),
+  ];
+  lifetime(o, session, stream, offs);
+  return new Response(stream.body, {
+    status: 200,
+    headers: { ...SSE_HEADERS, 'Mcp-Session-Id': session.sessionId },
+  });
+}

@@ -1,0 +1,50 @@
+import type { ToolRegistry } from '../../tools/registry.ts';
+import { META_SERVER_INFO, type JsonObject } from '../wire.ts';
+
+/** The revisions served with sessions (`initialize`), newest first. */
+export const LEGACY_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
+export type LegacyVersion = (typeof LEGACY_VERSIONS)[number];
+
+/** The version a session gets: the client's, when served; otherwise the newest (the lifecycle page). */
+export function negotiateVersion(requested: unknown): LegacyVersion {
+  return (LEGACY_VERSIONS as readonly unknown[]).includes(requested)
+    ? (requested as LegacyVersion)
+    : LEGACY_VERSIONS[0];
+}
+
+/**
+ * A 2026-07-28 result as the 2025 revisions shape it: no `resultType`, no caching hints, no
+ * per-response serverInfo (the session's `initialize` carried it).
+ */
+export function toLegacyResult(result: JsonObject): JsonObject {
+  const { resultType: _r, ttlMs: _t, cacheScope: _c, _meta, ...rest } = result;
+  const meta = { ...(_meta as JsonObject | undefined) };
+  delete meta[META_SERVER_INFO];
+  return Object.keys(meta).length > 0 ? { ...rest, _meta: meta } : rest;
+}
+
+const TASK_SUPPORT = { never: 'forbidden', optional: 'optional', required: 'required' } as const;
+
+/** tools/list at 2025-11-25: each tool with `execution.taskSupport` derived from its task policy. */
+export function legacyTools(tools: ToolRegistry, version: LegacyVersion): JsonObject[] {
+  return tools.list().map((description) => {
+    if (version !== '2025-11-25') return { ...description };
+    const policy = tools.get(description.name).taskSupport ?? 'never';
+    return { ...description, execution: { taskSupport: TASK_SUPPORT[policy] } };
+  });
+}
+
+/** What the server declares in `initialize`, from what it serves. */
+export function legacyCapabilities(opts: {
+  version: LegacyVersion;
+  resources: boolean;
+  prompts: boolean;
+}): JsonObject {
+  return {
+    tools: { listChanged: true },
+    logging: {},
+    ...(opts.resources ? { resources: { subscribe: true, listChanged: true } } : {}),
+    ...(opts.prompts ? { prompts: { listChanged: true } } : {}),
+    ...(opts.resources || opts.prompts ? { completions: {} } : {}),
+  };
+}
