@@ -91,6 +91,10 @@ const ConfigSchema = z.object({
   SUBSCRIPTION_POLL_MS: intFromEnv(5_000, 10),
   /** Secret for the integrity protection of MRTR requestState; unset: one generated once and kept in the database. */
   REQUEST_STATE_SECRET: z.string().min(16).optional(),
+  /** A 2025-11-25 session idle (no request) this long ends; every instance then answers 404 for it. */
+  SESSION_IDLE_TTL_MS: intFromEnv(3_600_000, 1_000),
+  /** How long a session's stream events stay resumable with Last-Event-ID. */
+  SESSION_EVENT_RETENTION_MS: intFromEnv(900_000, 1_000),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
 

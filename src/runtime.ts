@@ -170,6 +170,8 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         sweepIntervalMs: config.SWEEP_INTERVAL_MS,
         sweepBatchSize: config.SWEEP_BATCH_SIZE,
         purgeGraceMs: config.TASK_PURGE_GRACE_MS,
+        sessionIdleTtlMs: config.SESSION_IDLE_TTL_MS,
+        sessionEventRetentionMs: config.SESSION_EVENT_RETENTION_MS,
       });
       const pool = workers;
       cleanups.push(() => pool.stop());
@@ -219,7 +221,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
           keepAliveMs: config.SSE_KEEPALIVE_MS,
           legacy: {
             dispatcher,
-            sessions: new SessionService(db),
+            sessions: new SessionService(db, { idleTtlMs: config.SESSION_IDLE_TTL_MS }),
             tools,
             serverInfo: deps.serverInfo,
             serves: { resources: !deps.resources.empty, prompts: !deps.prompts.empty },

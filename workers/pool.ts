@@ -42,6 +42,8 @@ export interface WorkerPoolOptions {
   sweepIntervalMs?: number;
   sweepBatchSize?: number;
   purgeGraceMs?: number;
+  sessionIdleTtlMs?: number;
+  sessionEventRetentionMs?: number;
   /** How long stop() lets running steps finish before it aborts them and hands their tasks back. */
   shutdownGraceMs?: number;
 }
@@ -51,6 +53,8 @@ export interface WorkerPool {
   readonly running: RunningAttempts;
   /** Runs one sweep now (lapsed leases, expiry, purge); used by tests and by the timer. */
   sweep(): Promise<{ reclaimed: number; expired: number; purged: number }>;
+  /** Runs one sweep of 2025-11-25 sessions now (idle or ended sessions, old stream events). */
+  sweepSessions(): Promise<{ sessions: number; events: number }>;
   /** Graceful: stop fetching, let running steps finish (up to the grace period), hand the rest back. */
   stop(): Promise<void>;
 }
@@ -244,6 +248,10 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     intervalMs: opts.sweepIntervalMs ?? 5_000,
     batchSize: opts.sweepBatchSize ?? 500,
     purgeGraceMs: opts.purgeGraceMs ?? 60_000,
+    sessions: {
+      idleTtlMs: opts.sessionIdleTtlMs ?? 3_600_000,
+      eventRetentionMs: opts.sessionEventRetentionMs ?? 900_000,
+    },
     // Only a worker that just found the queue empty redelivers: with a backlog, a run waits its turn.
     idle: () => drained && active < concurrency && !stopping,
   });
@@ -252,6 +260,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     workerId,
     running,
     sweep: sweeper.sweep,
+    sweepSessions: sweeper.sweepSessions,
     async stop() {
       stopping = true;
       wake();

@@ -3,6 +3,7 @@ import type { Database } from '../src/db/database.ts';
 import { coerceError, type Logger } from '../src/log.ts';
 import type { TaskQueue } from '../src/tasks/service.ts';
 import { reclaimExpiredLeases, redeliverStuckRuns } from '../src/tasks/store/lease.ts';
+import { purgeSessionEvents, purgeSessions } from '../src/sessions/sweep.ts';
 import { expireTasks, purgeTasks, sweepNeeded } from '../src/tasks/store/sweep.ts';
 
 export interface SweeperOptions {
@@ -14,6 +15,8 @@ export interface SweeperOptions {
   purgeGraceMs: number;
   /** True when this worker has free slots: only then does it redeliver stuck runs. */
   idle: () => boolean;
+  /** 2025-11-25 sessions: idle expiry and the stream log's retention; swept once a minute at most. */
+  sessions?: { idleTtlMs: number; eventRetentionMs: number };
 }
 
 /** A bounded loop of batched statements, so a sweep's cost per run stays bounded too. */
@@ -33,7 +36,24 @@ async function drain(batch: () => Promise<number>, batchSize: number, maxBatches
  * deadline are redelivered (by idle workers only); expired tasks fail; expired
  * finished tasks are purged after the grace period. A probe query first, so an idle sweep costs one read.
  */
-export function createSweeper({ db, queue, log, intervalMs, batchSize, purgeGraceMs, idle }: SweeperOptions) {
+export function createSweeper({
+  db,
+  queue,
+  log,
+  intervalMs,
+  batchSize,
+  purgeGraceMs,
+  idle,
+  sessions = { idleTtlMs: 3_600_000, eventRetentionMs: 900_000 },
+}: SweeperOptions) {
+  let sessionsSweptAt = 0;
+  const sweepSessions = async () => {
+    sessionsSweptAt = Date.now();
+    const ended = await drain(() => purgeSessions(db, batchSize, sessions.idleTtlMs), batchSize);
+    const events = await drain(() => purgeSessionEvents(db, batchSize, sessions.eventRetentionMs), batchSize);
+    if (ended + events > 0) log.info('session sweep', { sessions: ended, events });
+    return { sessions: ended, events };
+  };
   const requeue = (select: (trx: Kysely<Database>, limit: number) => Promise<string[]>) => () =>
     db.transaction().execute(async (trx) => {
       const ids = await select(trx, batchSize);
@@ -55,8 +75,9 @@ export function createSweeper({ db, queue, log, intervalMs, batchSize, purgeGrac
     sweeping = true;
     sweepNeeded(db, purgeGraceMs)
       .then((needed) => (needed ? sweep() : undefined))
+      .then(() => (Date.now() - sessionsSweptAt >= 60_000 ? sweepSessions() : undefined))
       .catch((err: unknown) => log.warn('sweep failed', { error: coerceError(err).message }))
       .finally(() => (sweeping = false));
   }, intervalMs);
-  return { sweep, stop: () => clearInterval(timer) };
+  return { sweep, sweepSessions, stop: () => clearInterval(timer) };
 }

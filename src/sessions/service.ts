@@ -17,15 +17,17 @@ import {
 /** The 2025-11-25 sessions, their stream logs and pending answers, for the HTTP layer. */
 export class SessionService {
   readonly #db: Kysely<Database>;
-  constructor(db: Kysely<Database>) {
+  readonly #idleTtlMs: number;
+  constructor(db: Kysely<Database>, { idleTtlMs = 3_600_000 }: { idleTtlMs?: number } = {}) {
     this.#db = db;
+    this.#idleTtlMs = idleTtlMs;
   }
 
   create(s: Omit<Session, 'sessionId' | 'logLevel'>): Promise<string> {
     return createSession(this.#db, s);
   }
   find(sessionId: string, principal: string): Promise<Session | undefined> {
-    return findSession(this.#db, sessionId, principal);
+    return findSession(this.#db, sessionId, principal, this.#idleTtlMs);
   }
   end(sessionId: string): Promise<void> {
     return endSession(this.#db, sessionId);

@@ -45,15 +45,19 @@ export async function findSession(
   db: Kysely<Database>,
   sessionId: string,
   principal: string,
+  idleTtlMs = 3_600_000,
 ): Promise<Session | undefined> {
+  // A write per request would be costly; a refresh at most every 30 s (sooner for a short TTL) is not.
+  const refreshAfterS = Math.min(30, idleTtlMs / 2000);
   const row = await db
     .updateTable('mcp_sessions')
     .set({
-      last_seen_at: sql`case when last_seen_at < now() - interval '30 seconds' then now() else last_seen_at end`,
+      last_seen_at: sql`case when last_seen_at < now() - make_interval(secs => ${refreshAfterS}) then now() else last_seen_at end`,
     })
     .where('session_id', '=', sessionId)
     .where('principal', '=', principal)
     .where('ended_at', 'is', null)
+    .where('last_seen_at', '>', sql<Date>`now() - make_interval(secs => ${idleTtlMs / 1000})`)
     .returning([
       'session_id',
       'principal',

@@ -1,0 +1,54 @@
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../db/database.ts';
+
+/**
+ * Deletes, in one bounded batch, sessions that ended (DELETE) or sat idle past `idleTtlMs`, with their
+ * subscriptions, stream logs and unread answers. Returns how many went.
+ */
+export async function purgeSessions(db: Kysely<Database>, limit: number, idleTtlMs: number): Promise<number> {
+  const rows = await db
+    .deleteFrom('mcp_sessions')
+    .where(
+      'session_id',
+      'in',
+      db
+        .selectFrom('mcp_sessions')
+        .select('session_id')
+        .where((eb) =>
+          eb.or([
+            eb('ended_at', 'is not', null),
+            eb('last_seen_at', '<', sql<Date>`now() - make_interval(secs => ${idleTtlMs / 1000})`),
+          ]),
+        )
+        .limit(limit)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .returning('session_id')
+    .execute();
+  return rows.length;
+}
+
+/** Deletes, in one bounded batch, stream log events older than `retentionMs`: resumption has a horizon. */
+export async function purgeSessionEvents(
+  db: Kysely<Database>,
+  limit: number,
+  retentionMs: number,
+): Promise<number> {
+  const rows = await db
+    .deleteFrom('mcp_session_events')
+    .where(
+      'event_id',
+      'in',
+      db
+        .selectFrom('mcp_session_events')
+        .select('event_id')
+        .where('created_at', '<', sql<Date>`now() - make_interval(secs => ${retentionMs / 1000})`)
+        .limit(limit)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .returning('event_id')
+    .execute();
+  return rows.length;
+}

@@ -1,0 +1,225 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { Runtime } from '../../src/runtime.ts';
+import { defineTool, type ToolDefinition } from '../../src/tools/define.ts';
+import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { startTestRuntime } from '../helpers/runtime.ts';
+
+// A synchronous tool that needs the user: at 2025-11-25 the server asks the client itself, on the
+// call's stream, and the answer comes back as a separate POST (to any instance).
+const askName = defineTool({
+  name: 'ask_name',
+  description: 'Asks the user for a name, then greets them',
+  inputSchema: z.object({}).loose(),
+  async handler(_args, ctx) {
+    const answer = await ctx.elicit('name', {
+      message: 'Your name?',
+      requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+    });
+    const content = answer.content as { name?: string } | undefined;
+    return {
+      content: [{ type: 'text', text: `Hello, ${answer.action === 'accept' ? content?.name : 'nobody'}` }],
+    };
+  },
+});
+const TOOLS = [...SHIPPED_TOOLS, askName] as ToolDefinition[];
+
+let tdb: TestDatabase;
+let a: Runtime & { url: string };
+let b: Runtime & { url: string };
+
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  a = await startTestRuntime({ databaseUrl: tdb.url, tools: TOOLS, env: { SESSION_IDLE_TTL_MS: '60000' } });
+  b = await startTestRuntime({ databaseUrl: tdb.url, tools: TOOLS, role: 'server' });
+});
+afterAll(async () => {
+  await b?.stop();
+  await a?.stop();
+  await tdb?.drop();
+});
+
+const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+
+async function post(url: string, body: object, headers: Record<string, string> = {}) {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { ...JSON_HEADERS, ...headers },
+    body: JSON.stringify(body),
+  });
+  return { res, text: await res.text() };
+}
+
+/** The JSON-RPC messages of an SSE body (or the one JSON body). */
+function messages(text: string): Array<Record<string, any>> {
+  if (text.startsWith('{')) return [JSON.parse(text) as Record<string, any>];
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('data: ') && l.length > 'data: '.length)
+    .map((l) => JSON.parse(l.slice(6)) as Record<string, any>);
+}
+
+async function initialize(url: string, protocolVersion = '2025-11-25', capabilities: object = {}) {
+  const { res, text } = await post(url, {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion, capabilities, clientInfo: { name: 'raw', version: '1' } },
+  });
+  expect(res.status).toBe(200);
+  const sessionId = res.headers.get('mcp-session-id');
+  expect(sessionId).toMatch(/^[\x21-\x7E]{16,}$/);
+  return { sessionId: sessionId!, result: messages(text)[0]!.result as Record<string, any> };
+}
+
+describe('the 2025-11-25 era on the same endpoint', () => {
+  it('serves @modelcontextprotocol/sdk 1.x: connect, listTools, callTool, elicitation answered by the client', async () => {
+    const client = new Client({ name: 'sdk1', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      expect(request.params.message).toBe('Your name?');
+      return { action: 'accept', content: { name: 'Ada' } };
+    });
+    await client.connect(new StreamableHTTPClientTransport(new URL(a.url)));
+    try {
+      expect(client.getServerVersion()?.name).toBe('durable-mcp-tasks');
+      const { tools } = await client.listTools();
+      expect(tools.find((t) => t.name === 'analyze_numbers')?.execution).toEqual({ taskSupport: 'optional' });
+      expect(tools.find((t) => t.name === 'echo')?.execution).toEqual({ taskSupport: 'forbidden' });
+      const echo = await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+      expect(echo.content).toEqual([{ type: 'text', text: 'hi' }]);
+      const greeted = await client.callTool({ name: 'ask_name', arguments: {} });
+      expect(greeted.content).toEqual([{ type: 'text', text: 'Hello, Ada' }]);
+      expect(await client.ping()).toEqual({});
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a session opened on one instance is served by the other; DELETE there ends it everywhere', async () => {
+    const { sessionId, result } = await initialize(a.url);
+    expect(result).toMatchObject({
+      protocolVersion: '2025-11-25',
+      serverInfo: { name: 'durable-mcp-tasks' },
+    });
+    const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
+    expect(
+      (await post(b.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers)).res.status,
+    ).toBe(202);
+    const listed = await post(b.url, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers);
+    expect(messages(listed.text).at(-1)!.result.tools.length).toBe(TOOLS.length);
+    const deleted = await fetch(b.url, { method: 'DELETE', headers });
+    expect(deleted.status).toBe(200);
+    const after = await post(a.url, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, headers);
+    expect(after.res.status).toBe(404);
+    expect(JSON.parse(after.text)).toMatchObject({ error: { code: -32001 } });
+  });
+
+  it('the answer to a server request may land on the other instance', async () => {
+    const { sessionId } = await initialize(a.url, '2025-11-25', { elicitation: {} });
+    const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
+    const res = await fetch(a.url, {
+      method: 'POST',
+      headers: { ...JSON_HEADERS, ...headers },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'tools/call',
+        params: { name: 'ask_name', arguments: {} },
+      }),
+    });
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = '';
+    const next = async (): Promise<Record<string, any>> => {
+      for (;;) {
+        const found = messages(buffer.split('\n\n').slice(0, -1).join('\n\n\n'));
+        if (found.length > 0) {
+          buffer = buffer.slice(buffer.indexOf('\n\n', buffer.indexOf('data: {')) + 2);
+          return found[0]!;
+        }
+        const { value, done } = await reader.read();
+        if (done) throw new Error('stream ended');
+        buffer += value;
+      }
+    };
+    const request = await next();
+    expect(request).toMatchObject({ method: 'elicitation/create', params: { message: 'Your name?' } });
+    const answered = await post(
+      b.url,
+      { jsonrpc: '2.0', id: request.id, result: { action: 'accept', content: { name: 'Grace' } } },
+      headers,
+    );
+    expect(answered.res.status).toBe(202);
+    expect(await next()).toMatchObject({
+      id: 7,
+      result: { content: [{ type: 'text', text: 'Hello, Grace' }] },
+    });
+  });
+
+  it('negotiates 2025-06-18 for a client of that revision (no task fields in tools/list)', async () => {
+    const { sessionId, result } = await initialize(a.url, '2025-06-18');
+    expect(result.protocolVersion).toBe('2025-06-18');
+    const listed = await post(
+      a.url,
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+      { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' },
+    );
+    const tools = messages(listed.text).at(-1)!.result.tools as Array<Record<string, unknown>>;
+    expect(tools.every((t) => !('execution' in t))).toBe(true);
+  });
+
+  it('answers a request without a session 400, with an unknown one 404; a version it does not serve gets the latest', async () => {
+    const missing = await post(
+      a.url,
+      { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      { 'mcp-protocol-version': '2025-11-25' },
+    );
+    expect(missing.res.status).toBe(400);
+    const unknown = await post(
+      a.url,
+      { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      { 'mcp-session-id': 'nope' },
+    );
+    expect(unknown.res.status).toBe(404);
+    expect((await initialize(a.url, '2024-01-01')).result.protocolVersion).toBe('2025-11-25');
+  });
+
+  it('an idle session expires and is swept; a session in use does not', async () => {
+    const short = await startTestRuntime({
+      databaseUrl: tdb.url,
+      tools: TOOLS,
+      env: { SESSION_IDLE_TTL_MS: '1000' },
+    });
+    try {
+      const idle = await initialize(short.url);
+      const busy = await initialize(short.url);
+      const headersOf = (sessionId: string) => ({
+        'mcp-session-id': sessionId,
+        'mcp-protocol-version': '2025-11-25',
+      });
+      // The TTL is the property under test: the busy session is used every 200 ms for 2.5 TTLs.
+      for (const until = Date.now() + 2_500; Date.now() < until;) {
+        const ping = await post(
+          short.url,
+          { jsonrpc: '2.0', id: 1, method: 'ping' },
+          headersOf(busy.sessionId),
+        );
+        expect(ping.res.status).toBe(200);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      const gone = await post(
+        short.url,
+        { jsonrpc: '2.0', id: 1, method: 'ping' },
+        headersOf(idle.sessionId),
+      );
+      expect(gone.res.status).toBe(404);
+      expect((await short.workers!.sweepSessions()).sessions).toBeGreaterThanOrEqual(1);
+    } finally {
+      await short.stop();
+    }
+  });
+});
