@@ -222,6 +222,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
           legacy: {
             dispatcher,
             sessions: new SessionService(db, { idleTtlMs: config.SESSION_IDLE_TTL_MS }),
+            tasks: deps.tasks,
             tools,
             serverInfo: deps.serverInfo,
             serves: { resources: !deps.resources.empty, prompts: !deps.prompts.empty },

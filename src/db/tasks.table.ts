@@ -11,6 +11,8 @@ export interface TasksTable {
   arguments: Json;
   prepared: ColumnType<unknown, string | null | undefined, string | null>;
   client_capabilities: Json;
+  /** The 2025-11-25 session that created the task, if one did. */
+  session_id: ColumnType<string | null, string | null | undefined, string | null>;
   status: string;
   status_message: string | null;
   result: ColumnType<unknown, string | null | undefined, string | null>;

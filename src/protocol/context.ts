@@ -13,6 +13,8 @@ export interface RequestContext {
   signal: AbortSignal;
   /** Present when the response is an SSE stream: sends a request-scoped notification before the result. */
   notify?: ((notification: Notification) => Promise<void>) | undefined;
+  /** The 2025-11-25 session the request belongs to, if it speaks that revision. */
+  sessionId?: string | undefined;
   /** Ends the response stream early where the transport can resume it (2025-11-25 SSE polling). */
   closeStream?: (() => void) | undefined;
   log: Logger;

@@ -3,9 +3,10 @@ import type { Database } from '../db/database.ts';
 import { TaskNotFoundError } from '../protocol/errors.ts';
 import type { InputResponses } from '../protocol/wire.ts';
 import { newTaskId } from './ids.ts';
-import { requestCancel } from './store/cancel.ts';
+import { cancelNow, requestCancel } from './store/cancel.ts';
 import { insertTask, type NewTask } from './store/create.ts';
 import { answerInputRequests } from './store/input.ts';
+import { listTasks } from './store/list.ts';
 import { getTaskView, getTaskViews, ownedTaskIds } from './store/read.ts';
 import type { TaskView } from './store/view.ts';
 
@@ -66,6 +67,20 @@ export class TaskService {
       const outcome = await answerInputRequests(trx, taskId, principal, responses);
       if (outcome.resumed) await this.#queue.enqueueRun(trx, taskId);
       if (outcome.answered > 0) await this.#onChange(trx, taskId);
+    });
+  }
+
+  /** One page of the principal's tasks, newest first (2025-11-25 `tasks/list`). */
+  list(principal: string, cursor?: string): Promise<{ tasks: TaskView[]; nextCursor?: string }> {
+    return listTasks(this.#db, principal, { cursor });
+  }
+
+  /** Cancels at once (2025-11-25); undefined when the task had already ended. */
+  async cancelNow(taskId: string, principal: string): Promise<TaskView | undefined> {
+    return this.#db.transaction().execute(async (trx) => {
+      const view = await cancelNow(trx, taskId, principal);
+      if (view !== undefined) await this.#onChange(trx, taskId);
+      return view;
     });
   }
 

@@ -50,23 +50,29 @@ export async function runWithServerRequests(
   }
 }
 
-/** Sends the input requests to the client and returns its answers by key. */
-async function ask(
+/**
+ * Sends the input requests to the client on `stream` (with `meta` in their params' `_meta`, e.g. the
+ * related task) and returns its answers by key.
+ */
+export async function ask(
   o: LegacyOptions,
   session: Session,
   stream: SessionStream,
   requests: InputRequests,
   signal: AbortSignal,
+  meta?: JsonObject,
 ): Promise<Record<string, JsonObject>> {
   const ids = new Map<string, string>();
   for (const [key, request] of Object.entries(requests)) {
     const requestId = `s-${randomBytes(9).toString('base64url')}`;
     ids.set(requestId, key);
+    const params = { ...request.params };
+    if (meta !== undefined) params._meta = { ...(params._meta as JsonObject | undefined), ...meta };
     await stream.send({
       jsonrpc: '2.0',
       id: requestId,
       method: request.method,
-      ...(request.params === undefined ? {} : { params: request.params }),
+      ...(Object.keys(params).length === 0 ? {} : { params }),
     });
   }
   const responses = await waitForResponses(o, session.sessionId, [...ids.keys()], signal);

@@ -10,6 +10,7 @@ import {
   type RequestId,
 } from '../../protocol/wire.ts';
 import type { SessionService } from '../../sessions/service.ts';
+import type { TaskService } from '../../tasks/service.ts';
 import type { ToolRegistry } from '../../tools/registry.ts';
 
 export const SESSION_HEADER = 'mcp-session-id';
@@ -18,6 +19,7 @@ export const SESSION_HEADER = 'mcp-session-id';
 export interface LegacyOptions {
   dispatcher: Dispatcher;
   sessions: SessionService;
+  tasks: TaskService;
   tools: ToolRegistry;
   serverInfo: Implementation;
   serves: { resources: boolean; prompts: boolean };

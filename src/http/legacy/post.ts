@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import type { RequestContext } from '../../protocol/context.ts';
-import { ProtocolError, ProtocolErrorCode, toProtocolError } from '../../protocol/errors.ts';
+import { ProtocolError, ProtocolErrorCode, TASKS_EXTENSION, toProtocolError } from '../../protocol/errors.ts';
 import {
   LEGACY_VERSIONS,
   legacyCapabilities,
@@ -23,6 +23,7 @@ import {
 } from '../../protocol/wire.ts';
 import type { Session } from '../../sessions/store.ts';
 import { runWithServerRequests } from './call.ts';
+import { tasksCancel, tasksGet, tasksList, tasksResult } from './tasks.ts';
 import { isRequestId, rpcError, SESSION_HEADER, type LegacyOptions } from './common.ts';
 import { SessionStream, SSE_HEADERS } from './sse.ts';
 
@@ -234,6 +235,19 @@ async function answer(
         return reply({ tools: legacyTools(o.tools, session.protocolVersion as LegacyVersion) });
       case 'tools/call':
         return await call(o, c, session, id, method, params, stream);
+      case 'tasks/get':
+      case 'tasks/list':
+      case 'tasks/cancel':
+      case 'tasks/result': {
+        // Tasks exist at 2025-11-25 only; a stray `task` param (sdk 1.x sends one) is ignored.
+        if (session.protocolVersion !== '2025-11-25') {
+          throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Method not found: ${method}`);
+        }
+        if (method === 'tasks/get') return reply(await tasksGet(o, session, params));
+        if (method === 'tasks/list') return reply(await tasksList(o, session, params));
+        if (method === 'tasks/cancel') return reply(await tasksCancel(o, session, params));
+        return reply(await tasksResult(o, session, params, stream, withShutdown(o, c, stream)));
+      }
       default: {
         if (!SHARED.has(method) || !o.dispatcher.has(method)) {
           throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Method not found: ${method}`);
@@ -277,6 +291,7 @@ function context(
     params,
     meta,
     principal: session.principal,
+    sessionId: session.sessionId,
     log: o.log.scope({ requestId: id }),
     header: (name) => c.req.header(name),
     signal,
@@ -297,23 +312,63 @@ async function call(
   params: JsonObject,
   stream: SessionStream | undefined,
 ): Promise<object> {
-  const abort = new AbortController();
-  const onShutdown = () => abort.abort(new Error('shutting down'));
-  o.shutdown.addEventListener('abort', onShutdown, { once: true });
+  const policy = o.tools.get(typeof params.name === 'string' ? params.name : '').taskSupport ?? 'never';
+  const { task, ...rest } = params;
+  const augmented = task !== null && typeof task === 'object' && session.protocolVersion === '2025-11-25';
+  if (augmented && policy === 'never') {
+    throw new ProtocolError(
+      ProtocolErrorCode.MethodNotFound,
+      `Tool ${String(params.name)} does not run as a task`,
+    );
+  }
+  if (!augmented && policy === 'required') {
+    throw new ProtocolError(
+      ProtocolErrorCode.MethodNotFound,
+      `Tool ${String(params.name)} runs only as a task: call it with params.task`,
+    );
+  }
   const ctx = context(
     o,
     c,
     session,
     id,
     method,
-    params,
-    stream === undefined ? c.req.raw.signal : abort.signal,
+    rest,
+    withShutdown(o, c, stream),
     stream === undefined ? undefined : (n) => stream.send({ jsonrpc: '2.0', ...n }),
   );
-  try {
-    if (stream === undefined) return await runWithServerRequests(o, ctx, session, undefined);
-    return await runWithServerRequests(o, { ...ctx, closeStream: () => stream.close() }, session, stream);
-  } finally {
-    o.shutdown.removeEventListener('abort', onShutdown);
+  if (augmented) {
+    // The same task as 2026-07-28 creates (one row, its first run committed before the answer),
+    // shaped as 2025-11-25's CreateTaskResult.
+    const caps = { ...session.clientCapabilities, extensions: { [TASKS_EXTENSION]: {} } };
+    const created = await o.dispatcher.dispatch({
+      ...ctx,
+      meta: { ...ctx.meta, [META_CLIENT_CAPABILITIES]: caps },
+    });
+    return {
+      jsonrpc: '2.0',
+      id,
+      result: {
+        task: {
+          taskId: created.taskId,
+          status: created.status,
+          ...(created.statusMessage === undefined ? {} : { statusMessage: created.statusMessage }),
+          createdAt: created.createdAt,
+          lastUpdatedAt: created.lastUpdatedAt,
+          ttl: created.ttlMs,
+          pollInterval: created.pollIntervalMs,
+        },
+      },
+    };
   }
+  if (stream === undefined) return runWithServerRequests(o, ctx, session, undefined);
+  return runWithServerRequests(o, { ...ctx, closeStream: () => stream.close() }, session, stream);
+}
+
+/**
+ * The signal of a request that may outlive its stream (the client resumes it): aborted at shutdown,
+ * not when the stream drops. Without a stream, the HTTP request's own signal.
+ */
+function withShutdown(o: LegacyOptions, c: Context, stream: SessionStream | undefined): AbortSignal {
+  return stream === undefined ? c.req.raw.signal : o.shutdown;
 }

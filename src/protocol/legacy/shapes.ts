@@ -46,5 +46,10 @@ export function legacyCapabilities(opts: {
     ...(opts.resources ? { resources: { subscribe: true, listChanged: true } } : {}),
     ...(opts.prompts ? { prompts: { listChanged: true } } : {}),
     ...(opts.resources || opts.prompts ? { completions: {} } : {}),
+    // 2025-11-25 tasks: task-augmented tools/call, tasks/list, tasks/cancel (tasks/get and
+    // tasks/result come with them).
+    ...(opts.version === '2025-11-25'
+      ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } }
+      : {}),
   };
 }

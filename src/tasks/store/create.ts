@@ -13,6 +13,8 @@ export interface NewTask {
   clientCapabilities: ClientCapabilities;
   ttlMs: number | null;
   pollIntervalMs: number;
+  /** The 2025-11-25 session creating the task, if any. */
+  sessionId?: string | undefined;
 }
 
 /** Inserts a task in `working`; run it in the transaction that also enqueues its job. */
@@ -26,6 +28,7 @@ export async function insertTask(db: Kysely<Database>, task: NewTask): Promise<T
       arguments: JSON.stringify(task.arguments),
       prepared: task.prepared === undefined ? null : JSON.stringify(task.prepared),
       client_capabilities: JSON.stringify(task.clientCapabilities),
+      session_id: task.sessionId ?? null,
       status: 'working',
       ttl_ms: task.ttlMs,
       poll_interval_ms: task.pollIntervalMs,

@@ -23,12 +23,16 @@ export async function finishAttempt(
   outcome: Outcome,
 ): Promise<boolean> {
   const cancelled = sql<boolean>`cancel_requested_at is not null`;
+  const isErrorResult = outcome.status === 'completed' && outcome.result.isError === true;
   const result = outcome.status === 'completed' ? JSON.stringify(outcome.result) : null;
   const error = outcome.status === 'failed' ? JSON.stringify(outcome.error) : null;
   const row = await db
     .updateTable('tasks')
     .set({
-      status: sql`case when ${cancelled} then 'cancelled' else ${outcome.status satisfies TaskStatus} end`,
+      // At 2025-11-25 (a task a session created) a tool result with isError ends the task `failed`.
+      status: sql`case when ${cancelled} then 'cancelled'
+        when ${isErrorResult} and session_id is not null then 'failed'
+        else ${outcome.status satisfies TaskStatus} end`,
       result: sql`case when ${cancelled} then null else ${result}::jsonb end`,
       error: sql`case when ${cancelled} then null else ${error}::jsonb end`,
       status_message: sql`case when ${cancelled} then 'Cancelled by request' else ${

@@ -1,0 +1,133 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ProtocolError, ProtocolErrorCode } from '../../protocol/errors.ts';
+import { toLegacyResult } from '../../protocol/legacy/shapes.ts';
+import { ListParamsSchema, TaskIdParamsSchema, type JsonObject } from '../../protocol/wire.ts';
+import type { Session } from '../../sessions/store.ts';
+import type { TaskView } from '../../tasks/store/view.ts';
+import { ask } from './call.ts';
+import type { LegacyOptions } from './common.ts';
+import type { SessionStream } from './sse.ts';
+
+export const RELATED_TASK = 'io.modelcontextprotocol/related-task';
+
+/** A task as 2025-11-25 shapes it. */
+export function legacyTask(view: TaskView): JsonObject {
+  return {
+    taskId: view.taskId,
+    status: view.status,
+    ...(view.statusMessage === null ? {} : { statusMessage: view.statusMessage }),
+    createdAt: view.createdAt.toISOString(),
+    lastUpdatedAt: view.lastUpdatedAt.toISOString(),
+    ttl: view.ttlMs,
+    pollInterval: view.pollIntervalMs,
+  };
+}
+
+const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
+
+export async function tasksGet(o: LegacyOptions, session: Session, params: JsonObject): Promise<JsonObject> {
+  const { taskId } = TaskIdParamsSchema.parse(params);
+  return legacyTask(await o.tasks.get(taskId, session.principal));
+}
+
+export async function tasksList(o: LegacyOptions, session: Session, params: JsonObject): Promise<JsonObject> {
+  const { cursor } = ListParamsSchema.parse(params);
+  const page = await o.tasks.list(session.principal, cursor);
+  return {
+    tasks: page.tasks.map(legacyTask),
+    ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }),
+  };
+}
+
+/** 2025-11-25: the task is `cancelled` before the response, which carries it; a finished task is -32602. */
+export async function tasksCancel(
+  o: LegacyOptions,
+  session: Session,
+  params: JsonObject,
+): Promise<JsonObject> {
+  const { taskId } = TaskIdParamsSchema.parse(params);
+  const view = await o.tasks.cancelNow(taskId, session.principal);
+  if (view === undefined) {
+    const current = await o.tasks.get(taskId, session.principal);
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidParams,
+      `Cannot cancel task in terminal status: ${current.status}`,
+    );
+  }
+  return legacyTask(view);
+}
+
+/**
+ * tasks/result: blocks until the task ends, on whichever instance the client reached, woken by the
+ * change feed (a poll at the task's interval is the backstop), then returns exactly what the call
+ * would have returned, with the related-task `_meta`. While the task waits for input, its requests go
+ * to the client on this stream (with the related task in their `_meta`), and the answers resume the
+ * task on any worker, as `tasks/update` does in 2026-07-28.
+ */
+export async function tasksResult(
+  o: LegacyOptions,
+  session: Session,
+  params: JsonObject,
+  stream: SessionStream | undefined,
+  signal: AbortSignal,
+): Promise<JsonObject> {
+  const { taskId } = TaskIdParamsSchema.parse(params);
+  const related = { [RELATED_TASK]: { taskId } };
+  let changed = false;
+  let wake: (() => void) | undefined;
+  const off = o.feed?.on('task', (id) => {
+    if (id !== taskId) return;
+    changed = true;
+    wake?.();
+  });
+  try {
+    for (;;) {
+      changed = false;
+      const view = await o.tasks.get(taskId, session.principal);
+      if (TERMINAL.has(view.status)) return finalOf(view, related);
+      if (view.status === 'input_required' && view.inputRequests !== null) {
+        if (stream === undefined) {
+          throw new ProtocolError(
+            ProtocolErrorCode.InvalidRequest,
+            'The task needs input: call tasks/result with Accept: text/event-stream to receive its requests',
+          );
+        }
+        const answers = await ask(o, session, stream, view.inputRequests, signal, related);
+        await o.tasks.answer(taskId, session.principal, answers);
+        continue;
+      }
+      if (signal.aborted) throw new ProtocolError(ProtocolErrorCode.InternalError, 'Request cancelled');
+      if (!changed) {
+        const timer = new AbortController();
+        await Promise.race([
+          sleep(Math.max(view.pollIntervalMs, 250), undefined, { signal: timer.signal }).catch(() => {}),
+          new Promise<void>((resolve) => (wake = resolve)),
+          new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true })),
+        ]);
+        timer.abort();
+        wake = undefined;
+      }
+    }
+  } finally {
+    off?.();
+  }
+}
+
+/** What the original call would have returned: its result, or its JSON-RPC error. */
+function finalOf(view: TaskView, related: JsonObject): JsonObject {
+  if (view.result !== null && view.status !== 'cancelled') {
+    const result = toLegacyResult(view.result);
+    return { ...result, _meta: { ...(result._meta as JsonObject | undefined), ...related } };
+  }
+  if (view.status === 'cancelled') {
+    throw new ProtocolError(ProtocolErrorCode.InternalError, 'Task was cancelled', {
+      [RELATED_TASK]: related[RELATED_TASK],
+    });
+  }
+  const error = view.error ?? { code: ProtocolErrorCode.InternalError, message: 'Internal error' };
+  throw new ProtocolError(
+    typeof error.code === 'number' ? error.code : ProtocolErrorCode.InternalError,
+    typeof error.message === 'string' ? error.message : 'Internal error',
+    error.data,
+  );
+}

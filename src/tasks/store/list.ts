@@ -1,0 +1,49 @@
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../db/database.ts';
+import { ProtocolError, ProtocolErrorCode } from '../../protocol/errors.ts';
+import { TASK_VIEW_COLUMNS, toTaskView, type TaskView } from './view.ts';
+
+/** An opaque cursor: the last row's (created_at, task_id), newest first. */
+function encodeCursor(view: TaskView): string {
+  return Buffer.from(JSON.stringify([view.createdAt.toISOString(), view.taskId])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): [string, string] {
+  try {
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (
+      Array.isArray(value) &&
+      value.length === 2 &&
+      typeof value[0] === 'string' &&
+      !Number.isNaN(Date.parse(value[0])) &&
+      typeof value[1] === 'string'
+    ) {
+      return [value[0], value[1]];
+    }
+  } catch {
+    // falls through
+  }
+  throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Failed to list tasks: Invalid cursor');
+}
+
+/** One page of a principal's tasks, newest first, by keyset (an index range, whatever the history). */
+export async function listTasks(
+  db: Kysely<Database>,
+  principal: string,
+  { cursor, limit = 50 }: { cursor?: string | undefined; limit?: number },
+): Promise<{ tasks: TaskView[]; nextCursor?: string }> {
+  let query = db
+    .selectFrom('tasks')
+    .select(TASK_VIEW_COLUMNS)
+    .where('principal', '=', principal)
+    .orderBy('created_at', 'desc')
+    .orderBy('task_id', 'desc')
+    .limit(limit + 1);
+  if (cursor !== undefined) {
+    const [createdAt, taskId] = decodeCursor(cursor);
+    query = query.where(sql<boolean>`(created_at, task_id) < (${createdAt}::timestamptz, ${taskId})`);
+  }
+  const rows = await query.execute();
+  const tasks = rows.slice(0, limit).map(toTaskView);
+  return rows.length > limit ? { tasks, nextCursor: encodeCursor(tasks.at(-1)!) } : { tasks };
+}

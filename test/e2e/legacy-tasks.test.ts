@@ -1,0 +1,128 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectedAnalysis } from '../helpers/analysis.ts';
+import { RawMcp } from '../helpers/mcp.ts';
+import { useTestServer } from '../helpers/runtime.ts';
+
+// 2025-11-25 tasks, driven by the client most hosts run: @modelcontextprotocol/sdk 1.x.
+const server = useTestServer();
+let client: Client;
+let elicitations = 0;
+
+beforeAll(async () => {
+  client = new Client({ name: 'sdk1-tasks', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    elicitations++;
+    const related = request.params._meta?.['io.modelcontextprotocol/related-task'] as
+      { taskId?: string } | undefined;
+    expect(related?.taskId).toEqual(expect.any(String));
+    return { action: 'accept', content: { confirm: true } };
+  });
+  await client.connect(new StreamableHTTPClientTransport(new URL(server.rt.url)));
+  await client.listTools();
+});
+afterAll(async () => {
+  await client?.close();
+});
+
+/** Runs a tool as a task through callToolStream; returns every message it yielded. */
+async function stream(name: string, args: Record<string, unknown>) {
+  const seen: Array<{ type: string; [k: string]: unknown }> = [];
+  for await (const message of client.experimental.tasks.callToolStream(
+    { name, arguments: args },
+    CallToolResultSchema,
+    { task: { ttl: 60_000 } },
+  )) {
+    seen.push(message as { type: string });
+  }
+  return seen;
+}
+
+describe('2025-11-25 tasks on the durable store', () => {
+  it('declares the tasks capability', () => {
+    expect(client.getServerCapabilities()?.tasks).toEqual({
+      list: {},
+      cancel: {},
+      requests: { tools: { call: {} } },
+    });
+  });
+
+  it('runs analyze_numbers as a task to its exact result', async () => {
+    const seen = await stream('analyze_numbers', { count: 20_000, chunkSize: 5000 });
+    const created = seen.find((m) => m.type === 'taskCreated') as
+      { task: Record<string, unknown> } | undefined;
+    expect(created?.task).toMatchObject({
+      status: 'working',
+      ttl: expect.any(Number),
+      createdAt: expect.any(String),
+    });
+    const result = seen.find((m) => m.type === 'result') as { result: Record<string, unknown> } | undefined;
+    expect(result?.result.structuredContent).toEqual(expectedAnalysis(20_000, 5000));
+    expect(seen.some((m) => m.type === 'error')).toBe(false);
+  });
+
+  it('asks for input through tasks/result: confirm_action completes once the client answers', async () => {
+    const before = elicitations;
+    const seen = await stream('confirm_action', { action: 'deploy' });
+    expect(elicitations).toBe(before + 1);
+    const result = seen.find((m) => m.type === 'result') as unknown as {
+      result: { content: Array<{ text: string }> };
+    };
+    expect(result.result.content[0]!.text).toBe('confirmed: deploy');
+  });
+
+  it('getTask, listTasks (paged, newest first) and cancelTask; a finished task cannot be cancelled', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      for await (const m of client.experimental.tasks.callToolStream(
+        { name: 'confirm_action', arguments: { action: `wait ${i}` } },
+        CallToolResultSchema,
+        { task: { ttl: 60_000 } },
+      )) {
+        if (m.type === 'taskCreated') {
+          ids.push(m.task.taskId);
+          break;
+        }
+      }
+    }
+    const task = await client.experimental.tasks.getTask(ids[0]!);
+    expect(['working', 'input_required']).toContain(task.status);
+    const listed = await client.experimental.tasks.listTasks();
+    expect(listed.tasks.map((t) => t.taskId)).toEqual(expect.arrayContaining(ids));
+    expect(listed.tasks[0]!.taskId).toBe(ids[2]);
+    const cancelled = await client.experimental.tasks.cancelTask(ids[1]!);
+    expect(cancelled.status).toBe('cancelled');
+    expect((await client.experimental.tasks.getTask(ids[1]!)).status).toBe('cancelled');
+    await expect(client.experimental.tasks.cancelTask(ids[1]!)).rejects.toThrow(/terminal status: cancelled/);
+  });
+
+  it('pages tasks/list with an opaque cursor', async () => {
+    const mcp = new RawMcp(server.rt.url);
+    for (let i = 0; i < 52; i++) await mcp.callTool('analyze_numbers', { count: 1 });
+    const first = await client.experimental.tasks.listTasks();
+    expect(first.tasks).toHaveLength(50);
+    expect(first.nextCursor).toEqual(expect.any(String));
+    const second = await client.experimental.tasks.listTasks(first.nextCursor);
+    const all = [...first.tasks, ...second.tasks].map((t) => t.taskId);
+    expect(new Set(all).size).toBe(all.length);
+    await expect(client.experimental.tasks.listTasks('not-a-cursor')).rejects.toThrow(/Invalid cursor/);
+  });
+
+  it('a tool result with isError ends the task failed at 2025-11-25; tasks/result returns it as it is', async () => {
+    const seen = await stream('fail_with', { kind: 'tool' });
+    const created = seen.find((m) => m.type === 'taskCreated') as unknown as { task: { taskId: string } };
+    expect((await client.experimental.tasks.getTask(created.task.taskId)).status).toBe('failed');
+    const result = await client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+    expect(result.isError).toBe(true);
+    expect(result._meta?.['io.modelcontextprotocol/related-task']).toEqual({ taskId: created.task.taskId });
+  });
+
+  it('a task created at 2025-11-25 is the same row for a 2026-07-28 client of the same principal', async () => {
+    const seen = await stream('analyze_numbers', { count: 10 });
+    const created = seen.find((m) => m.type === 'taskCreated') as unknown as { task: { taskId: string } };
+    const viaNewEra = await new RawMcp(server.rt.url).getTask(created.task.taskId);
+    expect(viaNewEra).toMatchObject({ taskId: created.task.taskId, status: 'completed' });
+  });
+});
