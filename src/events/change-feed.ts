@@ -15,6 +15,8 @@ export const CHANNELS = {
   sessionEvent: 'mcp_session_events',
   /** A client answered a request the server sent it: the instance waiting for it reads it. */
   response: 'mcp_session_responses',
+  /** A 2025-era client cancelled one of its requests (notifications/cancelled): whoever runs it stops. */
+  cancel: 'mcp_request_cancelled',
 } as const;
 export type Channel = keyof typeof CHANNELS;
 

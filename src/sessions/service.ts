@@ -1,4 +1,5 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import { CHANNELS } from '../events/change-feed.ts';
 import type { Database } from '../db/database.ts';
 import type { JsonObject } from '../protocol/wire.ts';
 import { appendEvent, eventsAfter, streamOf, type StreamEvent } from './events.ts';
@@ -52,6 +53,10 @@ export class SessionService {
   }
   eventsAfter(sessionId: string, streamId: string, afterEventId: string): Promise<StreamEvent[]> {
     return eventsAfter(this.#db, sessionId, streamId, afterEventId);
+  }
+  /** notifications/cancelled: tells whichever instance runs the request to stop it. */
+  async cancelRequest(sessionId: string, requestId: string): Promise<void> {
+    await sql`select pg_notify(${CHANNELS.cancel}, ${`${sessionId} ${requestId}`})`.execute(this.#db);
   }
   recordResponse(sessionId: string, requestId: string, response: JsonObject): Promise<void> {
     return recordResponse(this.#db, sessionId, requestId, response);

@@ -3,11 +3,13 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { createServerEvents } from '../../src/events/server-events.ts';
 import type { Runtime } from '../../src/runtime.ts';
 import { defineTool, type ToolDefinition } from '../../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startTestRuntime } from '../helpers/runtime.ts';
+import { readSse } from '../helpers/sse.ts';
 
 // A synchronous tool that needs the user: at 2025-11-25 the server asks the client itself, on the
 // call's stream, and the answer comes back as a separate POST (to any instance).
@@ -132,20 +134,8 @@ describe('the 2025-11-25 era on the same endpoint', () => {
       }),
     });
     expect(res.headers.get('content-type')).toContain('text/event-stream');
-    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = '';
-    const next = async (): Promise<Record<string, any>> => {
-      for (;;) {
-        const found = messages(buffer.split('\n\n').slice(0, -1).join('\n\n\n'));
-        if (found.length > 0) {
-          buffer = buffer.slice(buffer.indexOf('\n\n', buffer.indexOf('data: {')) + 2);
-          return found[0]!;
-        }
-        const { value, done } = await reader.read();
-        if (done) throw new Error('stream ended');
-        buffer += value;
-      }
-    };
+    const stream = readSse(res);
+    const next = () => stream.next(10_000);
     const request = await next();
     expect(request).toMatchObject({ method: 'elicitation/create', params: { message: 'Your name?' } });
     const answered = await post(
@@ -186,6 +176,80 @@ describe('the 2025-11-25 era on the same endpoint', () => {
     );
     expect(unknown.res.status).toBe(404);
     expect((await initialize(a.url, '2024-01-01')).result.protocolVersion).toBe('2025-11-25');
+  });
+
+  it("the session stream (GET, on the other instance) carries list changes, updates of subscribed resources and its tasks' status", async () => {
+    const { sessionId } = await initialize(a.url, '2025-11-25', { elicitation: {} });
+    const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
+    await post(
+      a.url,
+      { jsonrpc: '2.0', id: 2, method: 'resources/subscribe', params: { uri: 'test://watched' } },
+      headers,
+    );
+    const abort = new AbortController();
+    const res = await fetch(b.url, {
+      headers: { ...headers, accept: 'text/event-stream' },
+      signal: abort.signal,
+    });
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    const stream = readSse(res, abort);
+    try {
+      // Raised on one process, delivered by the instance that holds the stream (through Postgres).
+      const events = createServerEvents(tdb.db);
+      const waitFor = async (method: string) => {
+        for (;;) {
+          const m = await stream.next(10_000);
+          if (m.method === method) return m;
+        }
+      };
+      await events.resourceUpdated('test://not-subscribed');
+      await events.resourceUpdated('test://watched');
+      expect((await waitFor('notifications/resources/updated')).params).toEqual({ uri: 'test://watched' });
+      await events.listChanged('tools');
+      await waitFor('notifications/tools/list_changed');
+      const created = await post(
+        a.url,
+        {
+          jsonrpc: '2.0',
+          id: 3,
+          method: 'tools/call',
+          params: { name: 'analyze_numbers', arguments: { count: 10 }, task: {} },
+        },
+        headers,
+      );
+      const taskId = messages(created.text).at(-1)!.result.task.taskId as string;
+      for (;;) {
+        const status = await waitFor('notifications/tasks/status');
+        expect(status.params.taskId).toBe(taskId);
+        if (status.params.status === 'completed') break;
+      }
+    } finally {
+      stream.close();
+    }
+  });
+
+  it('notifications/cancelled, sent to the other instance, stops a call waiting for the client', async () => {
+    const { sessionId } = await initialize(a.url, '2025-11-25', { elicitation: {} });
+    const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
+    const res = await fetch(a.url, {
+      method: 'POST',
+      headers: { ...JSON_HEADERS, ...headers },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 9,
+        method: 'tools/call',
+        params: { name: 'ask_name', arguments: {} },
+      }),
+    });
+    const stream = readSse(res);
+    expect((await stream.next(10_000)).method).toBe('elicitation/create');
+    const sent = await post(
+      b.url,
+      { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 9 } },
+      headers,
+    );
+    expect(sent.res.status).toBe(202);
+    expect(await stream.next(10_000)).toMatchObject({ id: 9, error: { code: -32603 } });
   });
 
   it('an idle session expires and is swept; a session in use does not', async () => {

@@ -46,6 +46,19 @@ export async function listen(
       },
     }),
   });
+  return readSse(res, abort, (message) => assertWireValid('subscriptions/listen', message));
+}
+
+/**
+ * Parses an SSE response's frames as they arrive: its JSON-RPC messages in order (`validate` sees
+ * each), its comment lines counted. For any SSE response: subscriptions/listen, a 2025-11-25 call's
+ * stream, a session's GET stream.
+ */
+export function readSse(
+  res: Response,
+  abort: AbortController = new AbortController(),
+  validate: (message: Record<string, any>) => void = () => {},
+): ListenStream {
   const messages: Array<Record<string, any>> = [];
   const waiters: Array<() => void> = [];
   let comments = 0;
@@ -66,9 +79,10 @@ export async function listen(
           buffer = buffer.slice(sep + 2);
           for (const line of event.split('\n')) {
             if (line.startsWith(':')) comments++;
-            else if (line.startsWith('data:')) {
+            // A priming event (an id to resume from, no message) carries empty data.
+            else if (line.startsWith('data:') && line.slice(5).trim() !== '') {
               const message = JSON.parse(line.slice(5)) as Record<string, any>;
-              assertWireValid('subscriptions/listen', message);
+              validate(message);
               messages.push(message);
             }
           }

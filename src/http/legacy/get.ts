@@ -3,6 +3,7 @@ import type { Context } from 'hono';
 import type { Session } from '../../sessions/store.ts';
 import { rpcError, SESSION_HEADER, type LegacyOptions } from './common.ts';
 import { SessionStream, SSE_HEADERS } from './sse.ts';
+import { legacyTask } from './tasks.ts';
 
 /** The session a GET or DELETE names, or the response that refuses it (400 without, 404 unknown). */
 async function sessionOf(
@@ -123,6 +124,17 @@ function standalone(o: LegacyOptions, session: Session): Response {
       .catch((err: unknown) => o.log.warn('stream write failed', { error: String(err) }));
   const offs = [
     o.feed?.on('list', (kind) => send(`notifications/${kind}/list_changed`)) ?? (() => {}),
+    // notifications/tasks/status for the tasks this session created, whichever process changed them.
+    o.feed?.on('task', (taskId) => {
+      if (session.protocolVersion !== '2025-11-25') return;
+      void o.tasks
+        .get(taskId, session.principal)
+        .then(
+          (view) =>
+            view.sessionId === session.sessionId && send('notifications/tasks/status', legacyTask(view)),
+        )
+        .catch(() => {});
+    }) ?? (() => {}),
     o.feed?.on('resource', (uri) => {
       void o.sessions
         .isSubscribed(session.sessionId, uri)

@@ -109,7 +109,13 @@ export function legacyPost(o: LegacyOptions) {
     if (typeof message.method !== 'string') {
       return c.json(rpcError(id, ProtocolErrorCode.InvalidRequest, 'Invalid Request'), 400);
     }
-    if (message.id === undefined) return c.body(null, 202); // notifications/initialized, cancelled, …
+    if (message.id === undefined) {
+      const p = message.params as { requestId?: unknown } | undefined;
+      if (message.method === 'notifications/cancelled' && isRequestId(p?.requestId)) {
+        await o.sessions.cancelRequest(session.sessionId, String(p.requestId));
+      }
+      return c.body(null, 202); // notifications/initialized, cancelled, …
+    }
     if (id === undefined) {
       return c.json(rpcError(null, ProtocolErrorCode.InvalidRequest, 'Invalid Request: bad id'), 400);
     }
@@ -246,7 +252,12 @@ async function answer(
         if (method === 'tasks/get') return reply(await tasksGet(o, session, params));
         if (method === 'tasks/list') return reply(await tasksList(o, session, params));
         if (method === 'tasks/cancel') return reply(await tasksCancel(o, session, params));
-        return reply(await tasksResult(o, session, params, stream, withShutdown(o, c, stream)));
+        const { signal, release } = requestSignal(o, c, session, id, stream);
+        try {
+          return reply(await tasksResult(o, session, params, stream, signal));
+        } finally {
+          release();
+        }
       }
       default: {
         if (!SHARED.has(method) || !o.dispatcher.has(method)) {
@@ -327,6 +338,25 @@ async function call(
       `Tool ${String(params.name)} runs only as a task: call it with params.task`,
     );
   }
+  const { signal, release } = requestSignal(o, c, session, id, stream);
+  try {
+    return await callWith(o, c, session, id, method, rest, stream, signal, augmented);
+  } finally {
+    release();
+  }
+}
+
+async function callWith(
+  o: LegacyOptions,
+  c: Context,
+  session: Session,
+  id: RequestId,
+  method: string,
+  rest: JsonObject,
+  stream: SessionStream | undefined,
+  signal: AbortSignal,
+  augmented: boolean,
+): Promise<object> {
   const ctx = context(
     o,
     c,
@@ -334,7 +364,7 @@ async function call(
     id,
     method,
     rest,
-    withShutdown(o, c, stream),
+    signal,
     stream === undefined ? undefined : (n) => stream.send({ jsonrpc: '2.0', ...n }),
   );
   if (augmented) {
@@ -366,9 +396,32 @@ async function call(
 }
 
 /**
- * The signal of a request that may outlive its stream (the client resumes it): aborted at shutdown,
- * not when the stream drops. Without a stream, the HTTP request's own signal.
+ * The signal of a request: aborted by the client's notifications/cancelled (sent to any instance) and
+ * at shutdown; with a stream, not when the stream drops (the client may resume it), without one, when
+ * the HTTP request goes away. `release` stops listening once the request is answered.
  */
-function withShutdown(o: LegacyOptions, c: Context, stream: SessionStream | undefined): AbortSignal {
-  return stream === undefined ? c.req.raw.signal : o.shutdown;
+function requestSignal(
+  o: LegacyOptions,
+  c: Context,
+  session: Session,
+  id: RequestId,
+  stream: SessionStream | undefined,
+): { signal: AbortSignal; release: () => void } {
+  const abort = new AbortController();
+  const stop = (why: string) => () => abort.abort(new Error(why));
+  const onShutdown = stop('shutting down');
+  o.shutdown.addEventListener('abort', onShutdown, { once: true });
+  const onGone = stop('client went away');
+  if (stream === undefined) c.req.raw.signal.addEventListener('abort', onGone, { once: true });
+  const off = o.feed?.on('cancel', (payload) => {
+    if (payload === `${session.sessionId} ${String(id)}`) abort.abort(new Error('cancelled by the client'));
+  });
+  return {
+    signal: abort.signal,
+    release: () => {
+      off?.();
+      o.shutdown.removeEventListener('abort', onShutdown);
+      c.req.raw.signal.removeEventListener('abort', onGone);
+    },
+  };
 }

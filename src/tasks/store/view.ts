@@ -13,6 +13,8 @@ export interface TaskView {
   result: JsonObject | null;
   error: JsonObject | null;
   inputRequests: InputRequests | null;
+  /** The 2025-11-25 session that created the task, if one did. */
+  sessionId: string | null;
 }
 
 export type TaskViewRow = Pick<
@@ -26,6 +28,7 @@ export type TaskViewRow = Pick<
   | 'poll_interval_ms'
   | 'result'
   | 'error'
+  | 'session_id'
 > & { input_requests?: unknown };
 
 export const TASK_VIEW_COLUMNS = [
@@ -38,6 +41,7 @@ export const TASK_VIEW_COLUMNS = [
   'poll_interval_ms',
   'result',
   'error',
+  'session_id',
 ] as const;
 
 export function toTaskView(row: TaskViewRow): TaskView {
@@ -52,6 +56,7 @@ export function toTaskView(row: TaskViewRow): TaskView {
     result: (row.result ?? null) as JsonObject | null,
     error: (row.error ?? null) as JsonObject | null,
     inputRequests: (row.input_requests ?? null) as InputRequests | null,
+    sessionId: row.session_id,
   };
 }
 
