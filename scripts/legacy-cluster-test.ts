@@ -197,6 +197,26 @@ try {
     );
     if (Number(rows[0]?.attempts) < 2) throw new Error('the task was not taken over by another attempt');
   });
+  await check('the session survives a restart of both instances, one after the other', async () => {
+    for (const i of [0, 1]) {
+      http[i]!.expectExit();
+      http[i]!.child.kill('SIGTERM');
+      await http[i]!.exited;
+      http[i] = procs.start(`http-${i + 1}`, ['src/main.ts', '--role=server'], {
+        PORT: String(httpPorts[i]),
+      });
+      await waitHttp(httpPorts[i]!);
+    }
+    // The same client, the same Mcp-Session-Id, served by processes that never saw its initialize.
+    const r = await client.callTool({ name: 'echo', arguments: { text: 'still here' } });
+    expectEqual(r.content, [{ type: 'text', text: 'still here' }], 'echo');
+    const seen = await runAsTask(client, 'confirm_action', { action: 'after the restart' });
+    expectEqual(
+      seen.find((m) => m.type === 'result')?.result?.content?.[0]?.text,
+      'confirmed: after the restart',
+      'result',
+    );
+  });
   await client.close();
   log(`processes that exited by themselves: ${procs.unexpectedExits.length}`);
   failed += procs.unexpectedExits.length;
