@@ -1,3 +1,4 @@
+import { Client as Client2, StreamableHTTPClientTransport as Transport2 } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -96,6 +97,19 @@ describe('the 2025-11-25 era on the same endpoint', () => {
       const greeted = await client.callTool({ name: 'ask_name', arguments: {} });
       expect(greeted.content).toEqual([{ type: 'text', text: 'Hello, Ada' }]);
       expect(await client.ping()).toEqual({});
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('serves @modelcontextprotocol/client 2.x with its default version negotiation (initialize)', async () => {
+    const client = new Client2({ name: 'client2-default', version: '1.0.0' }, { capabilities: {} });
+    await client.connect(new Transport2(new URL(a.url)));
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name)).toContain('echo');
+      const echo = await client.callTool({ name: 'echo', arguments: { text: 'v2' } });
+      expect(echo.content).toEqual([{ type: 'text', text: 'v2' }]);
     } finally {
       await client.close();
     }
