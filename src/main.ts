@@ -1,3 +1,4 @@
+import './node-version.ts';
 import { readFileSync } from 'node:fs';
 import { loadConfig, type Config } from './config.ts';
 import { coerceError, createLogger, type Logger } from './log.ts';

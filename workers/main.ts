@@ -1,3 +1,4 @@
+import '../src/node-version.ts';
 import { main } from '../src/main.ts';
 
 // `npm run worker`: a worker process (no HTTP), scaled separately from the HTTP instances.

@@ -1,3 +1,4 @@
+import '../../src/node-version.ts';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres, type RunningPostgres } from '../../src/db/embedded.ts';
