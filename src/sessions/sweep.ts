@@ -29,7 +29,10 @@ export async function purgeSessions(db: Kysely<Database>, limit: number, idleTtl
   return rows.length;
 }
 
-/** Deletes, in one bounded batch, stream log events older than `retentionMs`: resumption has a horizon. */
+/**
+ * Deletes, in one bounded batch, stream log events older than `retentionMs` (resumption has a horizon)
+ * and answers to server requests nobody took within it (their call ended).
+ */
 export async function purgeSessionEvents(
   db: Kysely<Database>,
   limit: number,
@@ -50,5 +53,9 @@ export async function purgeSessionEvents(
     )
     .returning('event_id')
     .execute();
-  return rows.length;
+  const stale = await db
+    .deleteFrom('mcp_session_responses')
+    .where('created_at', '<', sql<Date>`now() - make_interval(secs => ${retentionMs / 1000})`)
+    .executeTakeFirst();
+  return rows.length + Number(stale.numDeletedRows);
 }

@@ -8,6 +8,9 @@ import type { Session } from '../../sessions/store.ts';
 import type { LegacyOptions } from './common.ts';
 import type { SessionStream } from './sse.ts';
 
+/** The ids of the server's own requests to the client start with this (their answers are stored). */
+export const SERVER_REQUEST_ID_PREFIX = 's-';
+
 /** MRTR rounds a call may take before it is refused: a handler asking forever is a bug. */
 const MAX_ROUNDS = 32;
 
@@ -64,7 +67,7 @@ export async function ask(
 ): Promise<Record<string, JsonObject>> {
   const ids = new Map<string, string>();
   for (const [key, request] of Object.entries(requests)) {
-    const requestId = `s-${randomBytes(9).toString('base64url')}`;
+    const requestId = `${SERVER_REQUEST_ID_PREFIX}${randomBytes(9).toString('base64url')}`;
     ids.set(requestId, key);
     const params = { ...request.params };
     if (meta !== undefined) params._meta = { ...(params._meta as JsonObject | undefined), ...meta };

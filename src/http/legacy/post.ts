@@ -22,7 +22,7 @@ import {
   type RequestMeta,
 } from '../../protocol/wire.ts';
 import type { Session } from '../../sessions/store.ts';
-import { runWithServerRequests } from './call.ts';
+import { runWithServerRequests, SERVER_REQUEST_ID_PREFIX } from './call.ts';
 import { tasksCancel, tasksGet, tasksList, tasksResult } from './tasks.ts';
 import { isRequestId, rpcError, SESSION_HEADER, type LegacyOptions } from './common.ts';
 import { SessionStream, SSE_HEADERS } from './sse.ts';
@@ -102,8 +102,11 @@ export function legacyPost(o: LegacyOptions) {
     if (session === undefined) return c.json(rpcError(id, -32001, 'Session not found'), 404);
 
     if (message.method === undefined && id !== undefined && ('result' in message || 'error' in message)) {
-      // The client's answer to a request the server sent it: whoever waits for it reads it.
-      await o.sessions.recordResponse(session.sessionId, String(id), message);
+      // The client's answer to a request the server sent it: whoever waits for it reads it. Only ids
+      // the server issues are stored, so a client cannot fill the table with answers nobody awaits.
+      if (typeof id === 'string' && id.startsWith(SERVER_REQUEST_ID_PREFIX)) {
+        await o.sessions.recordResponse(session.sessionId, id, message);
+      }
       return c.body(null, 202);
     }
     if (typeof message.method !== 'string') {

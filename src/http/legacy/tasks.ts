@@ -80,6 +80,9 @@ export async function tasksResult(
     changed = true;
     wake?.();
   });
+  // One listener for the whole wait (a task may run for hours, polled every second).
+  const onAbort = () => wake?.();
+  signal.addEventListener('abort', onAbort, { once: true });
   try {
     for (;;) {
       changed = false;
@@ -102,7 +105,6 @@ export async function tasksResult(
         await Promise.race([
           sleep(Math.max(view.pollIntervalMs, 250), undefined, { signal: timer.signal }).catch(() => {}),
           new Promise<void>((resolve) => (wake = resolve)),
-          new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true })),
         ]);
         timer.abort();
         wake = undefined;
@@ -110,6 +112,7 @@ export async function tasksResult(
     }
   } finally {
     off?.();
+    signal.removeEventListener('abort', onAbort);
   }
 }
 
