@@ -1,5 +1,6 @@
 // @ts-check
 import tseslint from 'typescript-eslint';
+import { layersPlugin } from './eslint-layers.js';
 
 export default tseslint.config(
   { ignores: ['node_modules/**', '.data/**', 'results/**'] },
@@ -21,6 +22,12 @@ export default tseslint.config(
     },
   },
   {
+    // The folder graph of src/ is one-way (eslint-layers.js).
+    files: ['src/**'],
+    plugins: { layers: layersPlugin },
+    rules: { 'layers/one-way': 'error' },
+  },
+  {
     // Migrations are typed Kysely<any> on purpose: they must not depend on today's types.
     files: ['migrations/**'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
@@ -38,7 +45,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['eslint.config.js'],
+    files: ['eslint.config.js', 'eslint-layers.js'],
     ...tseslint.configs.disableTypeChecked,
   },
 );

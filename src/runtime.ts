@@ -2,7 +2,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import type { Hono } from 'hono';
 import pg from 'pg';
 import type { PgBoss } from 'pg-boss';
-import { startWorkerPool, type WorkerPool } from '../workers/pool.ts';
+import { startWorkerPool, type WorkerPool } from './worker/pool.ts';
 import type { Config } from './config.ts';
 import { adaptToConnectionLimit } from './db/connection-limit.ts';
 import { createDb, type Db } from './db/database.ts';

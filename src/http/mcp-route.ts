@@ -9,11 +9,11 @@ import {
   parseMessage,
   parseRequestMeta,
 } from '../protocol/envelope.ts';
-import { ProtocolError, ProtocolErrorCode, toProtocolError } from '../protocol/errors.ts';
-import type { RequestId, RequestMeta } from '../protocol/wire.ts';
-import type { Notification } from '../tools/context.ts';
+import { ProtocolError, ProtocolErrorCode, toProtocolError } from '../core/errors.ts';
+import type { RequestId, RequestMeta } from '../core/wire.ts';
+import type { Notification } from '../core/wire.ts';
 import { isLegacyPost } from './legacy/common.ts';
-import { validateRoutingHeaders } from './routing-headers.ts';
+import { validateRoutingHeaders } from '../protocol/routing-headers.ts';
 
 export interface McpRouteOptions {
   dispatcher: Dispatcher;

@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
-import { ProtocolErrorCode } from '../protocol/errors.ts';
+import { ProtocolErrorCode } from '../core/errors.ts';
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { ContentBlock, JsonObject } from '../protocol/wire.ts';
+import type { ContentBlock, JsonObject } from '../core/wire.ts';
 import type { PrepareContext } from '../tools/define.ts';
 
 export interface PromptMessage {

@@ -1,6 +1,6 @@
 import type { Logger } from '../log.ts';
-import type { Notification } from '../tools/context.ts';
-import type { JsonObject, RequestId, RequestMeta } from './wire.ts';
+import type { Notification } from '../core/wire.ts';
+import type { JsonObject, RequestId, RequestMeta } from '../core/wire.ts';
 
 /** Everything a method handler gets for one request. */
 export interface RequestContext {

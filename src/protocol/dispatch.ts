@@ -1,5 +1,5 @@
 import type { MethodHandler, MethodResult, RequestContext } from './context.ts';
-import { ProtocolError, ProtocolErrorCode } from './errors.ts';
+import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
 import { completionComplete } from './methods/completion.ts';
 import { discover } from './methods/discover.ts';
 import { promptsGet, promptsList } from './methods/prompts.ts';
@@ -9,7 +9,7 @@ import { tasksCancel, tasksGet, tasksUpdate } from './methods/tasks.ts';
 import { toolsCall } from './methods/tools-call.ts';
 import { toolsList } from './methods/tools-list.ts';
 import type { ServerDeps } from './server-deps.ts';
-import { META_SERVER_INFO } from './wire.ts';
+import { META_SERVER_INFO } from '../core/wire.ts';
 
 export type Dispatcher = {
   has(method: string): boolean;

@@ -1,4 +1,4 @@
-import { describeIssues, ProtocolError, ProtocolErrorCode } from './errors.ts';
+import { describeIssues, ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
 import {
   JsonRpcMessageSchema,
   META_PROTOCOL_VERSION,
@@ -7,7 +7,7 @@ import {
   type JsonRpcMessage,
   type RequestId,
   type RequestMeta,
-} from './wire.ts';
+} from '../core/wire.ts';
 
 /** A parsed body: a request to answer, a notification to accept, or an error to send back. */
 export type Incoming =

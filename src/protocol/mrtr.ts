@@ -3,7 +3,7 @@ import type { ToolContext } from '../tools/define.ts';
 import { createSyncRuntime, InputRequiredSignal } from '../tools/sync-runtime.ts';
 import type { MethodResult, RequestContext } from './context.ts';
 import type { ServerDeps } from './server-deps.ts';
-import { InputResponsesSchema, META_CLIENT_CAPABILITIES, META_LOG_LEVEL } from './wire.ts';
+import { InputResponsesSchema, META_CLIENT_CAPABILITIES, META_LOG_LEVEL } from '../core/wire.ts';
 
 export type MrtrOutcome<T> = { done: true; value: T } | { done: false; result: MethodResult };
 

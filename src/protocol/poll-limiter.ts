@@ -1,4 +1,4 @@
-import { ProtocolError, RATE_LIMITED_CODE } from './errors.ts';
+import { ProtocolError, RATE_LIMITED_CODE } from '../core/errors.ts';
 
 /**
  * Optional rate limit of tasks/get: a principal polling one task much faster than its pollIntervalMs

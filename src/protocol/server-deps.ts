@@ -6,7 +6,7 @@ import type { TaskService } from '../tasks/service.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { RequestStateSealer } from '../tools/request-state.ts';
 import type { PollLimiter } from './poll-limiter.ts';
-import type { Implementation } from './wire.ts';
+import type { Implementation } from '../core/wire.ts';
 
 /** What the protocol methods need, built once by the composition root. */
 export interface ServerDeps {

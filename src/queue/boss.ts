@@ -3,7 +3,7 @@ import { fromKysely, PgBoss } from 'pg-boss';
 import { z } from 'zod';
 import { GuardedClient, sessionOptions, type Database, type SessionTimeouts } from '../db/database.ts';
 import { CHANNELS } from '../events/change-feed.ts';
-import type { TaskQueue } from '../tasks/service.ts';
+import type { TaskQueue } from './task-queue.ts';
 
 /**
  * The queue of task execution legs: a first run, a resume after input, a retry, a hand-off. A job is

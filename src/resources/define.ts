@@ -1,4 +1,4 @@
-import type { JsonObject } from '../protocol/wire.ts';
+import type { JsonObject } from '../core/wire.ts';
 import type { PrepareContext } from '../tools/define.ts';
 
 /** One item of `resources/read`'s `contents`: text or base64 `blob`. */

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { CHANNELS } from '../events/change-feed.ts';
-import type { ClientCapabilities, JsonObject } from '../protocol/wire.ts';
+import type { ClientCapabilities, JsonObject } from '../core/wire.ts';
 
 /** A 2025-11-25 session as every instance sees it. */
 export interface Session {

@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
-import { TaskNotFoundError } from '../protocol/errors.ts';
-import type { InputResponses } from '../protocol/wire.ts';
+import type { TaskQueue } from '../queue/task-queue.ts';
+import { TaskNotFoundError } from '../core/errors.ts';
+import type { InputResponses } from '../core/wire.ts';
 import { newTaskId } from './ids.ts';
 import { cancelNow, requestCancel } from './store/cancel.ts';
 import { insertTask, type NewTask } from './store/create.ts';
@@ -10,14 +11,10 @@ import { listTasks } from './store/list.ts';
 import { getTaskView, getTaskViews, ownedTaskIds } from './store/read.ts';
 import type { TaskView } from './store/view.ts';
 
-/** Enqueues a leg of a task's execution inside the caller's transaction. */
-export interface TaskQueue {
-  /** `delaySeconds`: not before then (retries after a crash). */
-  enqueueRun(executor: Kysely<Database>, taskId: string, opts?: { delaySeconds?: number }): Promise<void>;
-}
-
 /** Tells other processes that a task changed (a wake-up hint; polling stays the backstop). */
 export type TaskChangeNotifier = (executor: Kysely<Database>, taskId: string) => Promise<void>;
+
+export type { TaskQueue };
 
 export interface TaskServiceDeps {
   db: Kysely<Database>;

@@ -1,5 +1,5 @@
-import { missingCapability } from '../protocol/errors.ts';
-import type { ClientCapabilities, InputRequests } from '../protocol/wire.ts';
+import { missingCapability } from '../core/errors.ts';
+import type { ClientCapabilities, InputRequests } from '../core/wire.ts';
 
 const CAPABILITY_OF_METHOD = {
   'elicitation/create': 'elicitation',

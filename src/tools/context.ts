@@ -4,14 +4,11 @@ import {
   type ClientCapabilities,
   type InputRequests,
   type JsonObject,
-} from '../protocol/wire.ts';
+  type Notification,
+} from '../core/wire.ts';
 import type { LogLevel, ToolContext } from './define.ts';
 
-/** A JSON-RPC notification sent on a synchronous call's SSE stream. */
-export interface Notification {
-  method: string;
-  params?: JsonObject;
-}
+export type { Notification };
 
 /** What differs between running as a task (durable) and running synchronously (MRTR). */
 export interface ToolRuntime {

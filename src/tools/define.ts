@@ -6,7 +6,7 @@ import type {
   InputRequests,
   JsonObject,
   LOG_LEVELS,
-} from '../protocol/wire.ts';
+} from '../core/wire.ts';
 
 /**
  * Whether a call of the tool becomes a task: `required` (clients that did not declare the tasks extension

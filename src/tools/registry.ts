@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { ToolNotFoundError } from '../protocol/errors.ts';
-import type { JsonObject } from '../protocol/wire.ts';
+import { ToolNotFoundError } from '../core/errors.ts';
+import type { JsonObject } from '../core/wire.ts';
 import type { ToolDefinition } from './define.ts';
 
 /** The tool as `tools/list` describes it. */

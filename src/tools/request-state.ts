@@ -1,7 +1,7 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { ProtocolError, ProtocolErrorCode } from '../protocol/errors.ts';
-import { InputResponsesSchema, type InputResponses } from '../protocol/wire.ts';
+import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
+import { InputResponsesSchema, type InputResponses } from '../core/wire.ts';
 
 /** Stable JSON: object keys sorted, so equal values give equal digests. */
 export function canonicalJson(value: unknown): string {

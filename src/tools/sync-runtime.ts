@@ -1,5 +1,5 @@
 import type { ServerEvents } from '../events/server-events.ts';
-import type { ClientCapabilities, InputRequests, InputResponses, JsonObject } from '../protocol/wire.ts';
+import type { ClientCapabilities, InputRequests, InputResponses, JsonObject } from '../core/wire.ts';
 import { assertInputSupported } from './capabilities.ts';
 import type { Notification, ToolRuntime } from './context.ts';
 import type { LogLevel } from './define.ts';

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { missingCapability } from '../../src/protocol/errors.ts';
-import type { InputRequests } from '../../src/protocol/wire.ts';
+import { missingCapability } from '../../src/core/errors.ts';
+import type { InputRequests } from '../../src/core/wire.ts';
 import { defineTool, type ToolDefinition } from '../../src/tools/define.ts';
 import { form, PNG_1X1, text, WAV_TINY } from './content.ts';
 

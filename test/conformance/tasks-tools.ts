@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { ProtocolError, ProtocolErrorCode } from '../../src/protocol/errors.ts';
+import { ProtocolError, ProtocolErrorCode } from '../../src/core/errors.ts';
 import { defineTool, type ToolDefinition } from '../../src/tools/define.ts';
 import { form, text } from './content.ts';
 

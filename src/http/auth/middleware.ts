@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler } from 'hono';
-import { ProtocolErrorCode } from '../../protocol/errors.ts';
+import { ProtocolErrorCode } from '../../core/errors.ts';
 import type { AuthResult, Authenticator } from './types.ts';
 
 export interface AuthEnv {

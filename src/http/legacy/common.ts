@@ -8,7 +8,7 @@ import {
   PROTOCOL_VERSION,
   type Implementation,
   type RequestId,
-} from '../../protocol/wire.ts';
+} from '../../core/wire.ts';
 import type { SessionService } from '../../sessions/service.ts';
 import type { TaskService } from '../../tasks/service.ts';
 import type { ToolRegistry } from '../../tools/registry.ts';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import type { RequestContext } from '../../protocol/context.ts';
-import { ProtocolError, ProtocolErrorCode, TASKS_EXTENSION, toProtocolError } from '../../protocol/errors.ts';
+import { ProtocolError, ProtocolErrorCode, TASKS_EXTENSION, toProtocolError } from '../../core/errors.ts';
 import {
   LEGACY_VERSIONS,
   legacyCapabilities,
@@ -20,7 +20,7 @@ import {
   type JsonObject,
   type RequestId,
   type RequestMeta,
-} from '../../protocol/wire.ts';
+} from '../../core/wire.ts';
 import type { Session } from '../../sessions/store.ts';
 import { runWithServerRequests, SERVER_REQUEST_ID_PREFIX } from './call.ts';
 import { tasksCancel, tasksGet, tasksList, tasksResult } from './tasks.ts';

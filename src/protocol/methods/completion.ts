@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { MethodHandler } from '../context.ts';
-import { ProtocolError, ProtocolErrorCode } from '../errors.ts';
+import { ProtocolError, ProtocolErrorCode } from '../../core/errors.ts';
 import type { ServerDeps } from '../server-deps.ts';
 
 const CompleteParamsSchema = z

@@ -1,7 +1,7 @@
 import type { MethodHandler } from '../context.ts';
-import { TASKS_EXTENSION } from '../errors.ts';
+import { TASKS_EXTENSION } from '../../core/errors.ts';
 import type { ServerDeps } from '../server-deps.ts';
-import { SUPPORTED_VERSIONS } from '../wire.ts';
+import { SUPPORTED_VERSIONS } from '../../core/wire.ts';
 
 /** The capabilities this server's registries support; also decides which methods exist. */
 export function serverCapabilities(deps: ServerDeps): Record<string, unknown> {

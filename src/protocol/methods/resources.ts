@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import type { MethodHandler } from '../context.ts';
-import { ProtocolError, ProtocolErrorCode } from '../errors.ts';
+import { ProtocolError, ProtocolErrorCode } from '../../core/errors.ts';
 import { runWithMrtr } from '../mrtr.ts';
 import type { ServerDeps } from '../server-deps.ts';
-import { ListParamsSchema } from '../wire.ts';
+import { ListParamsSchema } from '../../core/wire.ts';
 
 function noCursor(params: unknown) {
   const { cursor } = ListParamsSchema.parse(params);

@@ -3,9 +3,14 @@ import { coerceError } from '../../log.ts';
 import { isTerminal } from '../../tasks/status.ts';
 import { toDetailedTask, type TaskView } from '../../tasks/store/view.ts';
 import type { MethodHandler, RequestContext } from '../context.ts';
-import { missingTasksExtension, ProtocolError, ProtocolErrorCode, RATE_LIMITED_CODE } from '../errors.ts';
+import {
+  missingTasksExtension,
+  ProtocolError,
+  ProtocolErrorCode,
+  RATE_LIMITED_CODE,
+} from '../../core/errors.ts';
 import type { ServerDeps } from '../server-deps.ts';
-import { META_SUBSCRIPTION_ID } from '../wire.ts';
+import { META_SUBSCRIPTION_ID } from '../../core/wire.ts';
 import { declaresTasks } from './tasks.ts';
 
 const FilterSchema = z

@@ -1,14 +1,14 @@
 import { toDetailedTask } from '../../tasks/store/view.ts';
 import type { MethodHandler, RequestContext } from '../context.ts';
-import { missingTasksExtension, TASKS_EXTENSION, TaskNotFoundError } from '../errors.ts';
-import { assertSize, assertStorable } from '../limits.ts';
+import { missingTasksExtension, TASKS_EXTENSION, TaskNotFoundError } from '../../core/errors.ts';
+import { assertSize, assertStorable } from '../../core/limits.ts';
 import type { ServerDeps } from '../server-deps.ts';
 import {
   META_CLIENT_CAPABILITIES,
   TaskIdParamsSchema,
   TaskIdSchema,
   UpdateTaskParamsSchema,
-} from '../wire.ts';
+} from '../../core/wire.ts';
 
 export function declaresTasks(ctx: Pick<RequestContext, 'meta'>): boolean {
   return ctx.meta[META_CLIENT_CAPABILITIES].extensions?.[TASKS_EXTENSION] !== undefined;

@@ -1,11 +1,11 @@
 import { toWireTask } from '../../tasks/store/view.ts';
 import type { MethodHandler, MethodResult } from '../context.ts';
 import { InputRequiredSignal } from '../../tools/sync-runtime.ts';
-import { describeIssues, missingTasksExtension, ProtocolError } from '../errors.ts';
+import { describeIssues, missingTasksExtension, ProtocolError } from '../../core/errors.ts';
 import { runWithMrtr } from '../mrtr.ts';
-import { assertSize, assertStorable } from '../limits.ts';
+import { assertSize, assertStorable } from '../../core/limits.ts';
 import type { ServerDeps } from '../server-deps.ts';
-import { CallToolParamsSchema, META_CLIENT_CAPABILITIES, type CallToolResult } from '../wire.ts';
+import { CallToolParamsSchema, META_CLIENT_CAPABILITIES, type CallToolResult } from '../../core/wire.ts';
 import { validateParamHeaders } from './param-headers.ts';
 import { declaresTasks } from './tasks.ts';
 

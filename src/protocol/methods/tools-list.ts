@@ -1,7 +1,7 @@
 import type { MethodHandler } from '../context.ts';
-import { ProtocolError, ProtocolErrorCode } from '../errors.ts';
+import { ProtocolError, ProtocolErrorCode } from '../../core/errors.ts';
 import type { ServerDeps } from '../server-deps.ts';
-import { ListParamsSchema } from '../wire.ts';
+import { ListParamsSchema } from '../../core/wire.ts';
 
 export function toolsList(deps: ServerDeps): MethodHandler {
   return async ({ params }) => {

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
-import type { ClientCapabilities, JsonObject } from '../../protocol/wire.ts';
+import type { ClientCapabilities, JsonObject } from '../../core/wire.ts';
 import { claimDeadline } from './lease.ts';
 import { TASK_VIEW_COLUMNS, toTaskView, type TaskView } from './view.ts';
 

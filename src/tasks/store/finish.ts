@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
-import type { JsonObject, TaskStatus } from '../../protocol/wire.ts';
+import type { JsonObject, TaskStatus } from '../../core/wire.ts';
 import { ACTIVE_STATUSES } from '../status.ts';
 
 type Outcome =

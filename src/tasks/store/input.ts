@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
-import { TaskNotFoundError } from '../../protocol/errors.ts';
-import type { InputRequests, InputResponses } from '../../protocol/wire.ts';
+import { TaskNotFoundError } from '../../core/errors.ts';
+import type { InputRequests, InputResponses } from '../../core/wire.ts';
 import { claimDeadline, LeaseLostError } from './lease.ts';
 
 export interface AnswerOutcome {

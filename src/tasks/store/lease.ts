@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
-import type { ClientCapabilities, JsonObject } from '../../protocol/wire.ts';
+import type { ClientCapabilities, JsonObject } from '../../core/wire.ts';
 
 /**
  * How long a queued run may wait for a worker to claim it before it counts as stuck (its delivery was

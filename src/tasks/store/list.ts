@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
-import { ProtocolError, ProtocolErrorCode } from '../../protocol/errors.ts';
+import { ProtocolError, ProtocolErrorCode } from '../../core/errors.ts';
 import { TASK_VIEW_COLUMNS, toTaskView, type TaskView } from './view.ts';
 
 /** An opaque cursor: the last row's (created_at, task_id), newest first. */

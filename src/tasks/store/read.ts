@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { TaskIdSchema } from '../../protocol/wire.ts';
+import { TaskIdSchema } from '../../core/wire.ts';
 import type { Database } from '../../db/database.ts';
 import { TASK_VIEW_COLUMNS, toTaskView, type TaskView } from './view.ts';
 

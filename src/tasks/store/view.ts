@@ -1,5 +1,5 @@
 import type { TaskRow } from '../../db/tasks.table.ts';
-import type { InputRequests, JsonObject, TaskStatus } from '../../protocol/wire.ts';
+import type { InputRequests, JsonObject, TaskStatus } from '../../core/wire.ts';
 
 /** A task as the protocol sees it; the one place where columns become wire fields. */
 export interface TaskView {

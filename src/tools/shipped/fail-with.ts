@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ProtocolError, ProtocolErrorCode } from '../../protocol/errors.ts';
+import { ProtocolError, ProtocolErrorCode } from '../../core/errors.ts';
 import { defineTool } from '../define.ts';
 
 export const failWith = defineTool({

@@ -112,3 +112,9 @@ export interface CallToolResult {
 
 export const TASK_STATUSES = ['working', 'input_required', 'completed', 'failed', 'cancelled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
+
+/** A JSON-RPC notification sent on a synchronous call's SSE stream. */
+export interface Notification {
+  method: string;
+  params?: JsonObject;
+}

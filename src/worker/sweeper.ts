@@ -1,10 +1,10 @@
 import type { Kysely } from 'kysely';
-import type { Database } from '../src/db/database.ts';
-import { coerceError, type Logger } from '../src/log.ts';
-import type { TaskQueue } from '../src/tasks/service.ts';
-import { reclaimExpiredLeases, redeliverStuckRuns } from '../src/tasks/store/lease.ts';
-import { purgeSessionEvents, purgeSessions } from '../src/sessions/sweep.ts';
-import { expireTasks, purgeTasks, sweepNeeded } from '../src/tasks/store/sweep.ts';
+import type { Database } from '../db/database.ts';
+import { coerceError, type Logger } from '../log.ts';
+import type { TaskQueue } from '../tasks/service.ts';
+import { reclaimExpiredLeases, redeliverStuckRuns } from '../tasks/store/lease.ts';
+import { purgeSessionEvents, purgeSessions } from '../sessions/sweep.ts';
+import { expireTasks, purgeTasks, sweepNeeded } from '../tasks/store/sweep.ts';
 
 export interface SweeperOptions {
   db: Kysely<Database>;

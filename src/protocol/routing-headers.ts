@@ -1,5 +1,5 @@
-import { ProtocolError, ProtocolErrorCode } from '../protocol/errors.ts';
-import { META_PROTOCOL_VERSION, type JsonObject, type RequestMeta } from '../protocol/wire.ts';
+import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
+import { META_PROTOCOL_VERSION, type JsonObject, type RequestMeta } from '../core/wire.ts';
 
 const SENTINEL = /^=\?base64\?(.*)\?=$/s;
 // Canonical, padded Base64: anything else in a sentinel is a malformed header.

@@ -3,21 +3,16 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type { JobWithMetadata, PgBoss } from 'pg-boss';
-import type { Database } from '../src/db/database.ts';
-import type { ChangeFeed } from '../src/events/change-feed.ts';
-import type { ServerEvents } from '../src/events/server-events.ts';
-import { coerceError, type Logger } from '../src/log.ts';
-import { RUN_QUEUE, RunJobSchema, type RunJob } from '../src/queue/boss.ts';
-import {
-  CancelRequestedError,
-  runTaskLeg,
-  type ExecutorDeps,
-  type RunningAttempts,
-} from '../src/tasks/executor.ts';
-import type { TaskQueue } from '../src/tasks/service.ts';
-import { checkLeases, LeaseLostError, renewLeases } from '../src/tasks/store/lease.ts';
-import { HandoffSignal } from '../src/tasks/task-runtime.ts';
-import type { ToolRegistry } from '../src/tools/registry.ts';
+import type { Database } from '../db/database.ts';
+import type { ChangeFeed } from '../events/change-feed.ts';
+import type { ServerEvents } from '../events/server-events.ts';
+import { coerceError, type Logger } from '../log.ts';
+import { RUN_QUEUE, RunJobSchema, type RunJob } from '../queue/boss.ts';
+import { CancelRequestedError, runTaskLeg, type ExecutorDeps, type RunningAttempts } from './executor.ts';
+import type { TaskQueue } from '../tasks/service.ts';
+import { checkLeases, LeaseLostError, renewLeases } from '../tasks/store/lease.ts';
+import { HandoffSignal } from './task-runtime.ts';
+import type { ToolRegistry } from '../tools/registry.ts';
 import { createSweeper } from './sweeper.ts';
 
 export interface WorkerPoolOptions {

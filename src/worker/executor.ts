@@ -3,16 +3,16 @@ import type { Database } from '../db/database.ts';
 import { isConnectionError } from '../db/errors.ts';
 import type { ServerEvents } from '../events/server-events.ts';
 import { coerceError, type Logger } from '../log.ts';
-import { ProtocolError, ProtocolErrorCode } from '../protocol/errors.ts';
-import { isStorable, jsonBytes } from '../protocol/limits.ts';
-import type { CallToolResult } from '../protocol/wire.ts';
+import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
+import { isStorable, jsonBytes } from '../core/limits.ts';
+import type { CallToolResult } from '../core/wire.ts';
 import { createToolContext } from '../tools/context.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
-import type { TaskQueue } from './service.ts';
-import { finishAttempt, settleCancelRequest } from './store/finish.ts';
-import { loadInputs } from './store/input.ts';
-import { claimTask, LeaseLostError, releaseTask } from './store/lease.ts';
-import { loadSteps } from './store/steps.ts';
+import type { TaskQueue } from '../tasks/service.ts';
+import { finishAttempt, settleCancelRequest } from '../tasks/store/finish.ts';
+import { loadInputs } from '../tasks/store/input.ts';
+import { claimTask, LeaseLostError, releaseTask } from '../tasks/store/lease.ts';
+import { loadSteps } from '../tasks/store/steps.ts';
 import {
   createTaskRuntime,
   HandoffSignal,

@@ -3,13 +3,13 @@ import type { Database } from '../db/database.ts';
 import { isConnectionError } from '../db/errors.ts';
 import type { ServerEvents } from '../events/server-events.ts';
 import type { Logger } from '../log.ts';
-import type { InputRequests, JsonObject } from '../protocol/wire.ts';
+import type { InputRequests, JsonObject } from '../core/wire.ts';
 import { assertInputSupported } from '../tools/capabilities.ts';
 import type { ToolRuntime } from '../tools/context.ts';
-import { setStatusMessage } from './store/finish.ts';
-import { suspendForInput } from './store/input.ts';
-import type { ClaimedTask } from './store/lease.ts';
-import { saveStep } from './store/steps.ts';
+import { setStatusMessage } from '../tasks/store/finish.ts';
+import { suspendForInput } from '../tasks/store/input.ts';
+import type { ClaimedTask } from '../tasks/store/lease.ts';
+import { saveStep } from '../tasks/store/steps.ts';
 
 /** Thrown by `input` once the task is parked in `input_required`: this leg of the job ends here. */
 export class TaskSuspendedSignal extends Error {

@@ -1,0 +1,76 @@
+// @ts-check
+// The folder graph of src/ is one-way: each folder names the folders it may import from.
+// `npm run lint` fails on an import against it (house style: "Dependencies point one way").
+import path from 'node:path';
+
+const SRC = path.join(import.meta.dirname, 'src');
+
+/** Folder (or root file) under src/ → what it may import besides itself. Root files not listed may import anything in src/. */
+export const LAYERS = {
+  core: [],
+  'log.ts': [],
+  'config.ts': [],
+  'node-version.ts': [],
+  db: ['core', 'log.ts'],
+  events: ['db', 'core', 'log.ts'],
+  queue: ['db', 'events', 'core', 'log.ts'],
+  tasks: ['queue', 'db', 'events', 'core', 'log.ts'],
+  tools: ['events', 'core', 'log.ts'],
+  resources: ['tools', 'core', 'log.ts'],
+  prompts: ['tools', 'core', 'log.ts'],
+  sessions: ['db', 'events', 'core', 'log.ts'],
+  worker: ['tasks', 'tools', 'queue', 'sessions', 'events', 'db', 'core', 'log.ts'],
+  protocol: ['tasks', 'tools', 'resources', 'prompts', 'events', 'core', 'log.ts'],
+  http: ['protocol', 'sessions', 'tasks', 'tools', 'events', 'core', 'log.ts', 'config.ts'],
+};
+
+/** The top-level entry of src/ a file belongs to, or undefined outside src/. */
+function layerOf(file) {
+  const rel = path.relative(SRC, file);
+  if (rel.startsWith('..') || path.isAbsolute(rel)) return undefined;
+  return rel.split(path.sep)[0];
+}
+
+/** @type {import('eslint').Rule.RuleModule} */
+const oneWay = {
+  meta: {
+    type: 'problem',
+    schema: [],
+    messages: { layer: '{{from}} may not import {{to}} (allowed: {{allowed}})' },
+  },
+  create(context) {
+    const file = context.filename;
+    const from = layerOf(file);
+    if (from === undefined) return {};
+    const check = (node, spec) => {
+      if (typeof spec !== 'string' || !spec.startsWith('.')) return;
+      const target = path.resolve(path.dirname(file), spec);
+      const to = layerOf(target);
+      if (to === from) return;
+      const allowed = LAYERS[from];
+      if (to === undefined) {
+        context.report({
+          node,
+          messageId: 'layer',
+          data: { from: `src/${from}`, to: spec, allowed: 'nothing outside src/' },
+        });
+        return;
+      }
+      if (allowed !== undefined && !allowed.includes(to)) {
+        context.report({
+          node,
+          messageId: 'layer',
+          data: { from: `src/${from}`, to: `src/${to}`, allowed: allowed.join(', ') || 'none' },
+        });
+      }
+    };
+    return {
+      ImportDeclaration: (node) => check(node, node.source.value),
+      ExportNamedDeclaration: (node) => node.source && check(node, node.source.value),
+      ExportAllDeclaration: (node) => check(node, node.source.value),
+      ImportExpression: (node) => node.source.type === 'Literal' && check(node, node.source.value),
+    };
+  },
+};
+
+export const layersPlugin = { rules: { 'one-way': oneWay } };
