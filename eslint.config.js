@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 import { layersPlugin } from './eslint-layers.js';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.data/**', 'results/**'] },
+  { ignores: ['node_modules/**', '.data/**', 'results/**', 'dist/**'] },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {

@@ -32,18 +32,12 @@ export class ProtocolError extends Error {
   }
 }
 
-export class TaskNotFoundError extends Error {
-  override readonly name = 'TaskNotFoundError';
-  constructor(readonly taskId: string) {
-    super('Task not found');
-  }
-}
-
-export class ToolNotFoundError extends Error {
-  override readonly name = 'ToolNotFoundError';
-  constructor(readonly toolName: string) {
-    super(`Unknown tool: ${toolName}`);
-  }
+/**
+ * A domain error (e.g. `TaskNotFoundError` in `tasks/errors.ts`) that knows the protocol error it
+ * becomes, so that this leaf maps it without depending on the domain.
+ */
+export abstract class DomainError extends Error {
+  abstract toProtocolError(): ProtocolError;
 }
 
 /** Application-defined (outside JSON-RPC's reserved range): a client polling faster than pollIntervalMs. */
@@ -83,12 +77,7 @@ export function toProtocolError(err: unknown, onInternal?: (err: unknown) => voi
   if (err instanceof ZodError) {
     return new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid params: ${describeIssues(err)}`);
   }
-  if (err instanceof TaskNotFoundError) {
-    return new ProtocolError(ProtocolErrorCode.InvalidParams, 'Failed to retrieve task: Task not found');
-  }
-  if (err instanceof ToolNotFoundError) {
-    return new ProtocolError(ProtocolErrorCode.InvalidParams, err.message);
-  }
+  if (err instanceof DomainError) return err.toProtocolError();
   onInternal?.(err);
   return new ProtocolError(ProtocolErrorCode.InternalError, 'Internal error');
 }

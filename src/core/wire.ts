@@ -118,3 +118,13 @@ export interface Notification {
   method: string;
   params?: JsonObject;
 }
+
+/** A value of a form elicitation's answer (the spec's primitive schema types). */
+export type ElicitValue = string | number | boolean | string[];
+
+/** The client's answer to `elicitation/create`: `content` holds the form's values when `action` is `accept`. */
+export interface ElicitResult {
+  action: 'accept' | 'decline' | 'cancel';
+  content?: Record<string, ElicitValue>;
+  _meta?: JsonObject;
+}

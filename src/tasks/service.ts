@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { TaskQueue } from '../queue/task-queue.ts';
-import { TaskNotFoundError } from '../core/errors.ts';
+import { TaskNotFoundError } from './errors.ts';
 import type { InputResponses } from '../core/wire.ts';
 import { newTaskId } from './ids.ts';
 import { cancelNow, requestCancel } from './store/cancel.ts';

@@ -2,6 +2,7 @@ import { NO_EVENTS, type ServerEvents } from '../events/server-events.ts';
 import {
   LOG_LEVELS,
   type ClientCapabilities,
+  type ElicitResult,
   type InputRequests,
   type JsonObject,
   type Notification,
@@ -46,7 +47,11 @@ export function createToolContext(rt: ToolRuntime): ToolContext {
     closeStream: () => rt.closeStream?.(),
     step: (name, fn) => rt.step(name, fn),
     input: (requests) => rt.input(requests),
-    elicit: (key, params) => one(key, { method: 'elicitation/create', params: { mode: 'form', ...params } }),
+    elicit: async (key, params) =>
+      (await one(key, {
+        method: 'elicitation/create',
+        params: { mode: 'form', ...params },
+      })) as unknown as ElicitResult,
     sample: (key, params) => one(key, { method: 'sampling/createMessage', params }),
     listRoots: (key) => one(key, { method: 'roots/list', params: {} }),
     async progress(progress, total, message) {

@@ -3,6 +3,7 @@ import type { ServerEvents } from '../events/server-events.ts';
 import type {
   CallToolResult,
   ClientCapabilities,
+  ElicitResult,
   InputRequests,
   JsonObject,
   LOG_LEVELS,
@@ -54,7 +55,7 @@ export interface ToolContext {
    */
   input(requests: InputRequests): Promise<Record<string, JsonObject>>;
   /** `input` for one form elicitation. */
-  elicit(key: string, params: ElicitParams): Promise<JsonObject>;
+  elicit(key: string, params: ElicitParams): Promise<ElicitResult>;
   /** `input` for one `sampling/createMessage` request. */
   sample(key: string, params: JsonObject): Promise<JsonObject>;
   /** `input` for one `roots/list` request. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ToolNotFoundError } from '../core/errors.ts';
+import { ToolNotFoundError } from './errors.ts';
 import type { JsonObject } from '../core/wire.ts';
 import type { ToolDefinition } from './define.ts';
 

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { alive } from '../../src/db/embedded.ts';
 import { expectedAnalysis } from '../helpers/analysis.ts';
 import { RawMcp } from '../helpers/mcp.ts';
+import { waitFor } from '../helpers/oversized.ts';
 import { freePort } from '../helpers/ports.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -24,13 +25,27 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** The node process `npm start` runs (exec'd by the script's shell: a child of npm). */
+function serverPid(npmPid: number): number {
+  const children = execFileSync('pgrep', ['-P', String(npmPid)], { encoding: 'utf8' })
+    .trim()
+    .split('\n');
+  expect(children).toHaveLength(1);
+  return Number(children[0]);
+}
+
 function postmasterPid(): number | undefined {
   const file = path.join(dataDir, 'postmaster.pid');
   return existsSync(file) ? Number(readFileSync(file, 'utf8').split('\n')[0]) : undefined;
 }
 
-/** `npm start`'s command, minus npm (so that signals reach the server itself): no DATABASE_URL, so the embedded Postgres. */
-async function start(): Promise<{ child: ChildProcess; url: string; exited: Promise<number | null> }> {
+/**
+ * `durable-mcp-tasks start` (the bin, run from source), or `npm start` itself: no DATABASE_URL, so the
+ * embedded Postgres.
+ */
+async function start(
+  via: 'bin' | 'npm' = 'bin',
+): Promise<{ child: ChildProcess; url: string; exited: Promise<number | null> }> {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     PORT: '0',
@@ -39,11 +54,14 @@ async function start(): Promise<{ child: ChildProcess; url: string; exited: Prom
     LOG_LEVEL: 'info',
   };
   delete env.DATABASE_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env,
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child =
+    via === 'npm'
+      ? spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] })
+      : spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start'], {
+          cwd: ROOT,
+          env,
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
   children.push(child);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let log = '';
@@ -62,7 +80,7 @@ async function start(): Promise<{ child: ChildProcess; url: string; exited: Prom
   return { child, url, exited };
 }
 
-describe('npm start with no DATABASE_URL', () => {
+describe('start with no DATABASE_URL', () => {
   it('serves tools on an embedded Postgres, keeps tasks across restarts, and shuts down cleanly', async () => {
     const first = await start();
     const mcp = new RawMcp(first.url);
@@ -79,17 +97,17 @@ describe('npm start with no DATABASE_URL', () => {
     expect(await first.exited).toBe(0);
     expect(alive(pgPid)).toBe(false);
 
-    // Killed outright, it leaves Postgres behind; the next start replaces that orphan.
+    // Killed outright, it cannot stop its Postgres: the watchdog beside Postgres does.
     const second = await start();
     const again = new RawMcp(second.url);
     expect(await again.getTask(created.taskId)).toEqual(done);
+    const orphan = postmasterPid()!;
     second.child.kill('SIGKILL');
     await second.exited;
-    const orphan = postmasterPid()!;
-    expect(alive(orphan)).toBe(true);
+    await waitFor(() => !alive(orphan), { timeoutMs: 20_000, what: 'the orphaned Postgres to stop' });
 
-    const third = await start();
-    expect(alive(orphan)).toBe(false);
+    // Through npm itself: npm forwards SIGTERM, and the script execs node, so the server drains and exits.
+    const third = await start('npm');
     const last = new RawMcp(third.url);
     await last.result('tasks/update', {
       taskId: waiting.taskId,
@@ -99,8 +117,10 @@ describe('npm start with no DATABASE_URL', () => {
       'confirmed: survive a restart',
     );
     const finalPg = postmasterPid()!;
-    third.child.kill('SIGTERM');
+    const server = serverPid(third.child.pid!);
+    third.child.kill('SIGTERM'); // the npm process, as `docker stop` or a supervisor would
     expect(await third.exited).toBe(0);
+    await waitFor(() => !alive(server), { timeoutMs: 20_000, what: 'the server under npm to exit' });
     expect(alive(finalPg)).toBe(false);
   }, 120_000);
 });

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TaskNotFoundError } from '../../src/core/errors.ts';
+import { TaskNotFoundError } from '../../src/tasks/errors.ts';
 import { isTerminal, TASK_STATUSES } from '../../src/tasks/status.ts';
 import { requestCancel } from '../../src/tasks/store/cancel.ts';
 import { insertTask } from '../../src/tasks/store/create.ts';

@@ -1,6 +1,7 @@
 import { toDetailedTask } from '../../tasks/store/view.ts';
 import type { MethodHandler, RequestContext } from '../context.ts';
-import { missingTasksExtension, TASKS_EXTENSION, TaskNotFoundError } from '../../core/errors.ts';
+import { missingTasksExtension, TASKS_EXTENSION } from '../../core/errors.ts';
+import { TaskNotFoundError } from '../../tasks/errors.ts';
 import { assertSize, assertStorable } from '../../core/limits.ts';
 import type { ServerDeps } from '../server-deps.ts';
 import {

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
-import { TaskNotFoundError } from '../../core/errors.ts';
+import { TaskNotFoundError } from '../errors.ts';
 import { ACTIVE_STATUSES } from '../status.ts';
 import { taskExists } from './read.ts';
 import { TASK_VIEW_COLUMNS, toTaskView, type TaskView } from './view.ts';

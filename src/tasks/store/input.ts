@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
-import { TaskNotFoundError } from '../../core/errors.ts';
+import { TaskNotFoundError } from '../errors.ts';
 import type { InputRequests, InputResponses } from '../../core/wire.ts';
 import { claimDeadline, LeaseLostError } from './lease.ts';
 

@@ -19,8 +19,7 @@ export const confirmAction = defineTool({
         required: ['confirm'],
       },
     });
-    const content = answer.content as { confirm?: unknown } | undefined;
-    const confirmed = answer.action === 'accept' && content?.confirm === true;
+    const confirmed = answer.action === 'accept' && answer.content?.confirm === true;
     return { content: [{ type: 'text', text: `${confirmed ? 'confirmed' : 'declined'}: ${action}` }] };
   },
 });

@@ -1,0 +1,80 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { PromptDefinition } from '../prompts/define.ts';
+import type { ResourceDefinition, ResourceTemplateDefinition } from '../resources/define.ts';
+import type { ToolDefinition } from '../tools/define.ts';
+
+/** What a `--tools` module provides: named exports, or the same as its default export (or a default array of tools). */
+export interface ToolsModule {
+  tools: readonly ToolDefinition[];
+  resources?: readonly ResourceDefinition[];
+  resourceTemplates?: readonly ResourceTemplateDefinition[];
+  prompts?: readonly PromptDefinition[];
+}
+
+const TS = /\.(ts|mts|cts)$/;
+
+/**
+ * Imports a user's tools module. TypeScript needs no build step: Node's own type stripping
+ * (Node >= 22.18, or 22.12 with --experimental-strip-types) loads it, or tsx when it is installed.
+ */
+export async function loadToolsModule(file: string, cwd = process.cwd()): Promise<ToolsModule> {
+  const abs = path.resolve(cwd, file);
+  if (!existsSync(abs)) throw new Error(`--tools: ${abs} does not exist`);
+  const url = pathToFileURL(abs).href;
+  let mod: Record<string, unknown>;
+  if (TS.test(abs) && !process.features.typescript && !tsxLoaded()) {
+    let tsImport: ((specifier: string, parent: string) => Promise<unknown>) | undefined;
+    try {
+      ({ tsImport } = (await import('tsx/esm/api')) as { tsImport: typeof tsImport });
+    } catch {
+      throw new Error(
+        `--tools ${file}: this Node (${process.versions.node}) cannot load TypeScript by itself; ` +
+          'use Node >= 22.18, run with --experimental-strip-types, install tsx, or compile the module to .js',
+      );
+    }
+    mod = (await tsImport!(url, import.meta.url)) as Record<string, unknown>;
+  } else {
+    mod = (await import(url)) as Record<string, unknown>;
+  }
+  return toolsFrom(mod, file);
+}
+
+/** Whether tsx's loader is already registered (e.g. `node --import tsx`), which handles `.ts` itself. */
+function tsxLoaded(): boolean {
+  return process.execArgv.some((a) => a.includes('tsx')) || (process.env.NODE_OPTIONS ?? '').includes('tsx');
+}
+
+function toolsFrom(mod: Record<string, unknown>, file: string): ToolsModule {
+  const def = mod.default;
+  const source = (
+    Array.isArray(def) ? { tools: def } : typeof def === 'object' && def !== null ? def : mod
+  ) as Record<string, unknown>;
+  const list = <T>(key: string, check: (v: unknown) => boolean, what: string): T[] | undefined => {
+    const value = source[key];
+    if (value === undefined) return undefined;
+    if (!Array.isArray(value) || !value.every(check)) {
+      throw new Error(`--tools ${file}: \`${key}\` must be an array of ${what}`);
+    }
+    return value as T[];
+  };
+  const named = (v: unknown) =>
+    typeof v === 'object' && v !== null && typeof (v as { name?: unknown }).name === 'string';
+  const tools = list<ToolDefinition>(
+    'tools',
+    (v) => named(v) && typeof (v as { handler?: unknown }).handler === 'function',
+    'tools (defineTool)',
+  );
+  if (tools === undefined || tools.length === 0) {
+    throw new Error(
+      `--tools ${file}: export \`tools\` (an array of defineTool(...)) or a default export with it`,
+    );
+  }
+  return {
+    tools,
+    resources: list('resources', named, 'resources (defineResource)'),
+    resourceTemplates: list('resourceTemplates', named, 'resource templates (defineResourceTemplate)'),
+    prompts: list('prompts', named, 'prompts (definePrompt)'),
+  };
+}

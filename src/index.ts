@@ -1,0 +1,38 @@
+/**
+ * durable-mcp-tasks: a durable MCP server for the `io.modelcontextprotocol/tasks` extension on Postgres.
+ * Everything a tool author and an embedding application use; nothing else is public.
+ */
+export { createServer, fromEnv } from './server.ts';
+export type { DurableMcpServer, ServerOptions, ServerRole, Settings } from './server.ts';
+
+export { defineTool } from './tools/define.ts';
+export type {
+  ElicitParams,
+  LogLevel,
+  PrepareContext,
+  TaskSupport,
+  ToolContext,
+  ToolDefinition,
+} from './tools/define.ts';
+export { defineResource, defineResourceTemplate } from './resources/define.ts';
+export type {
+  ResourceContents,
+  ResourceContext,
+  ResourceDefinition,
+  ResourceTemplateDefinition,
+} from './resources/define.ts';
+export { definePrompt } from './prompts/define.ts';
+export type { GetPromptResult, PromptDefinition, PromptMessage } from './prompts/define.ts';
+
+export { ProtocolError, ProtocolErrorCode } from './core/errors.ts';
+export type {
+  CallToolResult,
+  ClientCapabilities,
+  ContentBlock,
+  ElicitResult,
+  ElicitValue,
+  InputRequests,
+  JsonObject,
+} from './core/wire.ts';
+export type { Logger } from './log.ts';
+export { SHIPPED_TOOLS as EXAMPLE_TOOLS } from './tools/shipped/index.ts';

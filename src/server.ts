@@ -1,0 +1,110 @@
+import { defaultConfig, loadConfig, type Config } from './config.ts';
+import { createLogger, type Logger } from './log.ts';
+import type { PromptDefinition } from './prompts/define.ts';
+import type { ResourceDefinition, ResourceTemplateDefinition } from './resources/define.ts';
+import { startRuntime, type Role, type Runtime } from './runtime.ts';
+import type { ToolDefinition } from './tools/define.ts';
+import { PACKAGE_VERSION } from './version.ts';
+
+/** Every setting by its environment variable's name (`PORT`, `DATABASE_URL`, …); see `durable-mcp-tasks --help`. */
+export type Settings = Config;
+
+/** What a process runs: `all` (HTTP + workers), `server` (HTTP only) or `worker` (the worker pool only). */
+export type ServerRole = Role;
+
+export interface ServerOptions {
+  /** The tools served (and run by the workers). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each tool has its own argument type
+  tools: readonly ToolDefinition<any>[];
+  resources?: readonly ResourceDefinition[];
+  resourceTemplates?: readonly ResourceTemplateDefinition[];
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each prompt has its own argument type
+  prompts?: readonly PromptDefinition<any>[];
+  /** Default `all`. */
+  role?: ServerRole;
+  /** Postgres connection string. Default: an embedded Postgres under `settings.EMBEDDED_PG_DIR`. */
+  databaseUrl?: string;
+  /** Default 3000 (0: any free port; `url` names the one bound). */
+  port?: number;
+  /** Default `127.0.0.1`. */
+  host?: string;
+  /** Any other setting; unset ones take their defaults. The environment is read only through `fromEnv()`. */
+  settings?: Partial<Settings>;
+  /** Default: JSON lines on stderr at `settings.LOG_LEVEL`. */
+  logger?: Logger;
+}
+
+/** A server process: HTTP instance, worker pool or both, on Postgres. */
+export interface DurableMcpServer {
+  /** Connects (and migrates, unless `MIGRATE_ON_START=false`), then listens and/or starts the workers. */
+  start(): Promise<void>;
+  /** Stops listening, lets running requests and handlers finish (`SHUTDOWN_GRACE_MS`), then disconnects. */
+  stop(): Promise<void>;
+  /** `http://host:port/mcp` once started, for roles that serve HTTP. */
+  readonly url: string | undefined;
+  /** The settings in effect. */
+  readonly settings: Settings;
+}
+
+/** The settings of `env` (default `process.env`): what `durable-mcp-tasks` reads; throws naming every invalid one. */
+export function fromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
+  return loadConfig(env);
+}
+
+const RUNTIMES = new WeakMap<DurableMcpServer, () => Runtime | undefined>();
+
+/** The running process behind a server: for `durable-mcp-tasks/testing` only. */
+export function runtimeOf(server: DurableMcpServer): Runtime | undefined {
+  return RUNTIMES.get(server)?.();
+}
+
+/**
+ * Builds a server from tools, resources and prompts. Nothing connects before `start()`.
+ *
+ * ```ts
+ * const server = createServer({ tools: [myTool], databaseUrl: process.env.DATABASE_URL });
+ * await server.start();
+ * ```
+ */
+export function createServer(options: ServerOptions): DurableMcpServer {
+  const settings: Settings = Object.freeze({
+    ...defaultConfig(),
+    ...options.settings,
+    ...(options.databaseUrl !== undefined && { DATABASE_URL: options.databaseUrl }),
+    ...(options.port !== undefined && { PORT: options.port }),
+    ...(options.host !== undefined && { HOST: options.host }),
+  });
+  const log = options.logger ?? createLogger(settings.LOG_LEVEL);
+  let runtime: Runtime | undefined;
+  let starting: Promise<void> | undefined;
+  const server: DurableMcpServer = {
+    settings,
+    get url() {
+      return runtime?.url;
+    },
+    start() {
+      starting ??= startRuntime({
+        config: settings,
+        log,
+        role: options.role ?? 'all',
+        tools: options.tools as readonly ToolDefinition[],
+        resources: options.resources,
+        resourceTemplates: options.resourceTemplates,
+        prompts: options.prompts,
+        serverVersion: PACKAGE_VERSION,
+      }).then((rt) => {
+        runtime = rt;
+      });
+      return starting;
+    },
+    async stop() {
+      if (starting === undefined) return;
+      await starting.catch(() => {});
+      await runtime?.stop();
+      runtime = undefined;
+      starting = undefined;
+    },
+  };
+  RUNTIMES.set(server, () => runtime);
+  return server;
+}
