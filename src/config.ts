@@ -193,7 +193,7 @@ export function defaultConfig(): Config {
 }
 
 /** Parses the environment once; entry points call this, everything else takes explicit options. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): Config {
   // An empty variable (e.g. `FOO=` from a compose file) means unset.
   const set = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = ConfigSchema.safeParse(set);

@@ -257,6 +257,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         log.info('listening', { url });
       }
     }
+    log.info('started', { role, tools: opts.tools.map((t) => t.name) });
     return { db, boss, app, server, url, workers, stop };
   } catch (err) {
     await stop();

@@ -2,7 +2,7 @@ import { defaultConfig, loadConfig, type Config } from './config.ts';
 import { createLogger, type Logger } from './log.ts';
 import type { PromptDefinition } from './prompts/define.ts';
 import type { ResourceDefinition, ResourceTemplateDefinition } from './resources/define.ts';
-import { startRuntime, type Role, type Runtime } from './runtime.ts';
+import { startRuntime, type Runtime } from './runtime.ts';
 import type { ToolDefinition } from './tools/define.ts';
 import { PACKAGE_VERSION } from './version.ts';
 
@@ -10,7 +10,7 @@ import { PACKAGE_VERSION } from './version.ts';
 export type Settings = Config;
 
 /** What a process runs: `all` (HTTP + workers), `server` (HTTP only) or `worker` (the worker pool only). */
-export type ServerRole = Role;
+export type ServerRole = 'all' | 'server' | 'worker';
 
 export interface ServerOptions {
   /** The tools served (and run by the workers). */
@@ -47,14 +47,15 @@ export interface DurableMcpServer {
 }
 
 /** The settings of `env` (default `process.env`): what `durable-mcp-tasks` reads; throws naming every invalid one. */
-export function fromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
+export function fromEnv(env: Readonly<Record<string, string | undefined>> = process.env): Settings {
   return loadConfig(env);
 }
 
-const RUNTIMES = new WeakMap<DurableMcpServer, () => Runtime | undefined>();
+// Typed `unknown` here so that the public declarations never reach the internals' types (pg, pg-boss).
+const RUNTIMES = new WeakMap<DurableMcpServer, () => unknown>();
 
-/** The running process behind a server: for `durable-mcp-tasks/testing` only. */
-export function runtimeOf(server: DurableMcpServer): Runtime | undefined {
+/** The running process behind a server (a `Runtime`): for `durable-mcp-tasks/testing` only. */
+export function runtimeOf(server: DurableMcpServer): unknown {
   return RUNTIMES.get(server)?.();
 }
 

@@ -9,5 +9,5 @@ export type { Runtime };
 
 /** The started process behind `server` (database handle, queue, worker pool), or undefined before `start()`. */
 export function internals(server: DurableMcpServer): Runtime | undefined {
-  return runtimeOf(server);
+  return runtimeOf(server) as Runtime | undefined;
 }

@@ -61,6 +61,22 @@ export async function serve(role: ServerRole, opts: ServeOptions): Promise<void>
   });
   process.on('SIGINT', shutdown);
   process.on('SIGTERM', shutdown);
+  if (process.env.npm_command !== undefined) stopWithParent(() => shutdown('SIGTERM'));
+}
+
+/**
+ * Under npm (`npx durable-mcp-tasks`, an npm script without `exec`), a SIGTERM to npm reaches the shell
+ * between npm and this process, which dies without passing it on: this process is left running,
+ * re-parented. When the parent goes away, shut down as if signalled.
+ */
+function stopWithParent(stop: () => void): void {
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(timer);
+    stop();
+  }, 500);
+  timer.unref();
 }
 
 /** `migrate`: our schema and pg-boss's, as the owner role, on a direct connection; grants DB_APP_ROLE when set. */

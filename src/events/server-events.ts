@@ -2,13 +2,9 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { CHANNELS } from './change-feed.ts';
 
-export type ListKind = 'tools' | 'prompts' | 'resources';
+import type { ServerEvents } from '../core/server-events.ts';
 
-/** Server-side notifications a tool (or the application) can raise; they reach listeners on every instance. */
-export interface ServerEvents {
-  listChanged(kind: ListKind): Promise<void>;
-  resourceUpdated(uri: string): Promise<void>;
-}
+export { NO_EVENTS, type ListKind, type ServerEvents } from '../core/server-events.ts';
 
 export function createServerEvents(db: Kysely<Database>): ServerEvents {
   const notify = async (channel: string, payload: string) => {
@@ -19,9 +15,3 @@ export function createServerEvents(db: Kysely<Database>): ServerEvents {
     resourceUpdated: (uri) => notify(CHANNELS.resource, uri),
   };
 }
-
-/** For processes or tests without a database: events go nowhere. */
-export const NO_EVENTS: ServerEvents = {
-  listChanged: async () => {},
-  resourceUpdated: async () => {},
-};

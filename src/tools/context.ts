@@ -1,4 +1,4 @@
-import { NO_EVENTS, type ServerEvents } from '../events/server-events.ts';
+import { NO_EVENTS, type ServerEvents } from '../core/server-events.ts';
 import {
   LOG_LEVELS,
   type ClientCapabilities,

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { ServerEvents } from '../events/server-events.ts';
+import type { ServerEvents } from '../core/server-events.ts';
 import type {
   CallToolResult,
   ClientCapabilities,

@@ -1,4 +1,4 @@
-import type { ServerEvents } from '../events/server-events.ts';
+import type { ServerEvents } from '../core/server-events.ts';
 import type { ClientCapabilities, InputRequests, InputResponses, JsonObject } from '../core/wire.ts';
 import { assertInputSupported } from './capabilities.ts';
 import type { Notification, ToolRuntime } from './context.ts';

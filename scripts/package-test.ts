@@ -1,0 +1,405 @@
+/**
+ * The package as a user gets it: `npm pack`, installed into a fresh project outside the repository
+ * (no access to its sources), a tool written there in TypeScript, served with one command and driven by
+ * an independent client (@modelcontextprotocol/ext-tasks); then the same tools as separate migrate,
+ * server and worker processes on a real Postgres, and the CLI's `call` against them.
+ *
+ *   npm run test:package
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import {
+  createApplicationInputHandler,
+  resultFromTaskOutcome,
+  withTasks,
+  type ConnectedMcpSessionPort,
+  type JsonRpcResponse,
+} from '@modelcontextprotocol/ext-tasks/client';
+import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
+import pg from 'pg';
+import { freePort } from '../test/helpers/ports.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const work = mkdtempSync(path.join(tmpdir(), 'durable-mcp-tasks-package-'));
+chmodSync(work, 0o755); // as root, the embedded Postgres runs as the postgres user, who must reach its data
+const project = path.join(work, 'my-app');
+const children: ChildProcess[] = [];
+let failed = false;
+
+function check(ok: boolean, what: string, detail?: unknown): void {
+  process.stdout.write(
+    `${ok ? 'ok  ' : 'FAIL'} ${what}${ok || detail === undefined ? '' : `: ${JSON.stringify(detail)}`}\n`,
+  );
+  if (!ok) failed = true;
+}
+
+function sh(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): string {
+  return execFileSync(cmd, args, { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+}
+
+/** Starts `npx durable-mcp-tasks <args>` in the project; resolves with its URL once it logs `listening` (or at once for workers). */
+function startBin(name: string, args: string[], env: Record<string, string>, waitFor: RegExp) {
+  const child = spawn('npx', ['--no-install', 'durable-mcp-tasks', ...args], {
+    cwd: project,
+    env: { ...cleanEnv(), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let log = '';
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const ready = new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name}: not ready in time:\n${log}`)), 90_000);
+    const onData = (chunk: Buffer) => {
+      log += chunk.toString();
+      const m = waitFor.exec(log);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1] ?? '');
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${name} exited with ${code}:\n${log}`)));
+  });
+  return { child, ready, exited, log: () => log };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether a process with this command line runs. */
+function running(commandLine: string): boolean {
+  try {
+    execFileSync('pgrep', ['-f', commandLine], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Polls `probe` for up to 30 s. */
+async function until(probe: () => boolean): Promise<boolean> {
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline;) {
+    if (probe()) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return probe();
+}
+
+/** The environment of a user's shell: nothing from this repository's tooling (no tsx loader). */
+function cleanEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env.NODE_OPTIONS;
+  delete env.DATABASE_URL;
+  for (const k of Object.keys(env)) if (k.startsWith('npm_')) delete env[k];
+  return env;
+}
+
+// ------------------------------------------------------------------------------------------------
+// An independent client: @modelcontextprotocol/ext-tasks over a minimal fetch port.
+
+const TASKS_EXT = 'io.modelcontextprotocol/tasks';
+type Obj = { readonly [key: string]: JsonValue };
+const obj = (v: unknown): Obj => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : {});
+
+function fetchPort(url: string): ConnectedMcpSessionPort {
+  let nextId = 1;
+  return {
+    endpointId: url,
+    taskCapabilities: { generation: 'v2', capabilities: {} },
+    async dispatch(request: JsonValue): Promise<JsonRpcResponse> {
+      const { method, params: raw } = obj(request) as { method: string; params?: JsonValue };
+      const params = obj(raw);
+      const id = nextId++;
+      const name =
+        method === 'tools/call' ? params.name : method.startsWith('tasks/') ? params.taskId : undefined;
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': method,
+          ...(typeof name === 'string' && { 'mcp-name': name }),
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id,
+          method,
+          params: {
+            ...params,
+            _meta: {
+              ...obj(params._meta),
+              'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+              'io.modelcontextprotocol/clientInfo': { name: 'package-test', version: '0.0.0' },
+              'io.modelcontextprotocol/clientCapabilities': {
+                elicitation: { form: {} },
+                extensions: { [TASKS_EXT]: {} },
+              },
+            },
+          },
+        }),
+      });
+      const text = await res.text();
+      const line = res.headers.get('content-type')?.includes('text/event-stream')
+        ? text
+            .split('\n')
+            .filter((l) => l.startsWith('data:'))
+            .map((l) => l.slice(5))
+            .find((l) => obj(JSON.parse(l)).id === id)
+        : text;
+      const m = obj(JSON.parse(line ?? '{}'));
+      if (m.error !== undefined) {
+        const e = obj(m.error);
+        return { kind: 'error', error: { code: Number(e.code), message: String(e.message) } };
+      }
+      return { kind: 'result', result: m.result ?? null };
+    },
+    onServerRequest: () => () => {},
+    onNotification: () => () => {},
+    onInvalidated: () => () => {},
+    invalidated: false,
+  };
+}
+
+async function runTask(url: string, tool: string, args: Obj, answer?: Obj) {
+  const asked: unknown[] = [];
+  const session = withTasks(fetchPort(url), {
+    onInputRequest: createApplicationInputHandler({
+      elicitation: async (request) => {
+        asked.push(request.params);
+        return { action: 'accept', content: answer ?? {} } as never;
+      },
+      sampling: async () => {
+        throw new Error('no sampling here');
+      },
+      roots: async () => ({ roots: [] }),
+    }),
+  });
+  try {
+    const ex = await session.callTool(tool, args);
+    const { outcome } = await ex.settle();
+    return { kind: ex.kind, status: outcome.status, result: resultFromTaskOutcome(outcome), asked };
+  } finally {
+    await session.close();
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+
+const TOOLS_TS = `import { defineTool, type ToolDefinition } from 'durable-mcp-tasks';
+import { z } from 'zod';
+
+/** A data job: counts words in steps, with a status message per step. */
+const wordCount = defineTool({
+  name: 'word_count',
+  description: 'Counts the words of a text, one durable step per line.',
+  inputSchema: z.object({ text: z.string() }),
+  taskSupport: 'required',
+  async handler({ text }, ctx) {
+    let words = 0;
+    const lines = text.split('\\n');
+    for (const [i, line] of lines.entries()) {
+      words += await ctx.step(\`line-\${i}\`, () => line.split(/\\s+/).filter(Boolean).length);
+      ctx.status(\`\${i + 1}/\${lines.length} lines\`);
+    }
+    return { content: [{ type: 'text', text: \`\${words} words\` }], structuredContent: { words } };
+  },
+});
+
+/** Asks before it acts. */
+const approve = defineTool({
+  name: 'approve_payment',
+  description: 'Asks the user to approve a payment.',
+  inputSchema: z.object({ amount: z.number().positive() }),
+  taskSupport: 'required',
+  async handler({ amount }, ctx) {
+    const answer = await ctx.elicit('approve', {
+      message: \`Pay \${amount} EUR?\`,
+      requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] },
+    });
+    const ok = answer.action === 'accept' && answer.content?.ok === true;
+    return { content: [{ type: 'text', text: ok ? \`paid \${amount}\` : 'not paid' }] };
+  },
+});
+
+export const tools: ToolDefinition<any>[] = [wordCount, approve];
+`;
+
+try {
+  // 1. The tarball: what it ships.
+  const packed = JSON.parse(
+    sh('npm', ['pack', '--json', '--pack-destination', work], ROOT, {
+      ...process.env,
+      npm_config_loglevel: 'error',
+    }),
+  ) as Array<{ filename: string; files: Array<{ path: string }> }>;
+  const files = packed[0]!.files.map((f) => f.path);
+  const tarball = path.join(work, packed[0]!.filename);
+  check(
+    files.includes('dist/src/index.js') && files.includes('dist/src/index.d.ts'),
+    'the tarball has dist/src/index.js and its types',
+  );
+  check(files.includes('dist/src/cli/main.js'), 'the tarball has the bin');
+  check(
+    files.some((f) => f.startsWith('dist/migrations/') && f.endsWith('.js')),
+    'the tarball has compiled migrations',
+  );
+  check(
+    !files.some((f) => /(^|\/)test\/|\.test\.|^scripts\/|^bench\/|^src\//.test(f)),
+    'no tests, scripts or TypeScript sources',
+    files.filter((f) => /test|^src\//.test(f)),
+  );
+  process.stdout.write(`     ${files.length} files, ${path.basename(tarball)}\n`);
+
+  // 2. A fresh project, as a user makes one.
+  sh('mkdir', ['-p', project], work);
+  writeFileSync(
+    path.join(project, 'package.json'),
+    JSON.stringify({ name: 'my-app', private: true, type: 'module' }, null, 2),
+  );
+  sh(
+    'npm',
+    ['install', '--no-audit', '--no-fund', '--loglevel=error', tarball, 'zod@4'],
+    project,
+    cleanEnv(),
+  );
+  writeFileSync(path.join(project, 'tools.ts'), TOOLS_TS);
+  writeFileSync(
+    path.join(project, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        module: 'nodenext',
+        target: 'es2023',
+        strict: true,
+        noEmit: true,
+        skipLibCheck: false,
+        types: [],
+      },
+      include: ['tools.ts'],
+    }),
+  );
+  // The user's tool type-checks against the package's declarations (tsc from this repo; no sources).
+  let typeErrors = '';
+  try {
+    execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', project], {
+      cwd: project,
+      encoding: 'utf8',
+    });
+  } catch (err) {
+    typeErrors = String((err as { stdout?: string }).stdout ?? err);
+  }
+  check(typeErrors === '', 'tools.ts type-checks against the installed package', typeErrors);
+  const help = sh('npx', ['--no-install', 'durable-mcp-tasks', 'start', '--help'], project, cleanEnv());
+  check(
+    /DATABASE_URL/.test(help) && /WORKER_CONCURRENCY\s+default 4/.test(help),
+    '`start --help` lists the environment with defaults',
+  );
+
+  // 3. One command: HTTP + workers + an embedded Postgres.
+  const pgPort = String(await freePort());
+  const one = startBin(
+    'start',
+    ['start', '--tools', './tools.ts', '--port', '0'],
+    {
+      EMBEDDED_PG_DIR: path.join(work, 'pg'),
+      EMBEDDED_PG_PORT: pgPort,
+    },
+    /"msg":"listening","url":"([^"]+)"/,
+  );
+  const url = await one.ready;
+  const counted = await runTask(url, 'word_count', { text: 'durable tasks\non postgres\nin typescript' });
+  check(
+    counted.kind === 'task' && counted.status === 'completed',
+    'word_count ran as a task to completed',
+    counted,
+  );
+  check(JSON.stringify(counted.result).includes('6 words'), 'word_count result', counted.result);
+  const paid = await runTask(url, 'approve_payment', { amount: 42 }, { ok: true });
+  check(
+    paid.status === 'completed' && paid.asked.length === 1,
+    'approve_payment asked for input once and completed',
+    paid,
+  );
+  check(JSON.stringify(paid.result).includes('paid 42'), 'approve_payment result', paid.result);
+  // SIGTERM to npx: npm's shell dies without passing it on; the server notices its parent is gone and
+  // drains, and its embedded Postgres stops with it.
+  const postmaster = Number(readFileSync(path.join(work, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  one.child.kill('SIGTERM');
+  await one.exited;
+  const gone = await until(
+    () => !running(`${project}/node_modules/.bin/durable-mcp-tasks start`) && !alive(postmaster),
+  );
+  check(
+    gone && /"msg":"shutting down"/.test(one.log()),
+    'SIGTERM to npx: the server drains and exits, its Postgres stops',
+    one.log().slice(-400),
+  );
+
+  // 4. The same tools as separate processes on a real Postgres: migrate, server, worker.
+  const dbName = `package_test_${process.pid}`;
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  await admin.query(`drop database if exists ${dbName}`);
+  await admin.query(`create database ${dbName}`);
+  const dbUrl = new URL(ADMIN_URL);
+  dbUrl.pathname = `/${dbName}`;
+  const env = { DATABASE_URL: dbUrl.toString(), MIGRATE_ON_START: 'false' };
+  sh('npx', ['--no-install', 'durable-mcp-tasks', 'migrate'], project, { ...cleanEnv(), ...env });
+  check(true, '`migrate` ran');
+  const server = startBin(
+    'server',
+    ['server', '--tools', './tools.ts', '--port', '0'],
+    env,
+    /"msg":"listening","url":"([^"]+)"/,
+  );
+  const worker = startBin('worker', ['worker', '--tools', './tools.ts'], env, /"msg":"started"()/);
+  const serverUrl = await server.ready;
+  await worker.ready;
+  const split = await runTask(serverUrl, 'approve_payment', { amount: 7 }, { ok: true });
+  check(
+    split.status === 'completed' && JSON.stringify(split.result).includes('paid 7'),
+    'server + worker processes complete a task with input',
+    split,
+  );
+  const viaCli = execFileSync(
+    'npx',
+    [
+      '--no-install',
+      'durable-mcp-tasks',
+      'call',
+      'word_count',
+      '--arg',
+      'text=one two three',
+      '--url',
+      serverUrl,
+    ],
+    {
+      cwd: project,
+      env: cleanEnv(),
+      encoding: 'utf8',
+    },
+  );
+  check(viaCli.trim() === '3 words' && viaCli.endsWith('\n'), '`call` prints the result', viaCli);
+  server.child.kill('SIGTERM');
+  worker.child.kill('SIGTERM');
+  check((await server.exited) === 0 && (await worker.exited) === 0, 'server and worker exit 0 on SIGTERM');
+  await admin.query(`drop database if exists ${dbName} with (force)`);
+  await admin.end();
+} catch (err) {
+  check(false, 'package test', String((err as Error).stack ?? err));
+} finally {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  if (!failed) rmSync(work, { recursive: true, force: true });
+  else process.stdout.write(`kept ${work} for inspection\n`);
+}
+process.exit(failed ? 1 : 0);
