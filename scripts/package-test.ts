@@ -6,8 +6,8 @@
  *
  *   npm run test:package
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
@@ -304,6 +304,25 @@ try {
     /DATABASE_URL/.test(help) && /WORKER_CONCURRENCY\s+default 4/.test(help),
     '`start --help` lists the environment with defaults',
   );
+
+  // An old Node: one clear line from the installed bin, not a stack trace.
+  const oldNode = process.env.OLD_NODE ?? '/usr/bin/node';
+  if (existsSync(oldNode)) {
+    const old = spawnSync(oldNode, ['node_modules/.bin/durable-mcp-tasks', 'start'], {
+      cwd: project,
+      encoding: 'utf8',
+    });
+    const version = execFileSync(oldNode, ['--version'], { encoding: 'utf8' }).trim();
+    if (/^v(1\d|2[01])\.|^v22\.(\d|1[01])\./.test(version)) {
+      check(
+        old.status === 1 &&
+          old.stderr.trim().split('\n').length === 1 &&
+          old.stderr.includes(`this is ${version.slice(1)}`),
+        `the bin on Node ${version}: one line, exit 1`,
+        old.stderr,
+      );
+    }
+  }
 
   // 3. One command: HTTP + workers + an embedded Postgres.
   const pgPort = String(await freePort());
