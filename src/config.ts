@@ -28,14 +28,14 @@ const ConfigSchema = z.object({
       'A direct (unpooled) connection to the same database, for what a transaction-mode pooler such as PgBouncer cannot carry: the LISTEN connection and migrations. Default: DATABASE_URL.',
     ),
   MIGRATE_ON_START: boolFromEnv(true).describe(
-    "Migrate (our schema and pg-boss's) when a process starts. Set false when processes run as a role that may not run DDL, and run `npm run migrate` as the owner role instead.",
+    "Migrate (our schema and pg-boss's) when a process starts. Set false when processes run as a role that may not run DDL, and run `durable-mcp-tasks migrate` as the owner role instead.",
   ),
   DB_APP_ROLE: z
     .string()
     .min(1)
     .optional()
     .describe(
-      'For `npm run migrate` run as the owner: the runtime role to grant what the server and workers need.',
+      'For `durable-mcp-tasks migrate` run as the owner: the runtime role to grant what the server and workers need.',
     ),
   EMBEDDED_PG_DIR: z
     .string()

@@ -50,7 +50,7 @@ export async function migrateDatabase({
   } catch (err) {
     if (!isPermissionDenied(err)) throw err;
     throw new Error(
-      `${coerceError(err).message}: this role may not change the schema. Run \`npm run migrate\` as the ` +
+      `${coerceError(err).message}: this role may not change the schema. Run \`durable-mcp-tasks migrate\` as the ` +
         'owner role, and start the server and workers with MIGRATE_ON_START=false.',
       { cause: err },
     );

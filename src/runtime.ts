@@ -127,7 +127,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       } catch (err) {
         await b.stop({ graceful: false, close: true }).catch(() => {});
         if (isUnreachable(err)) throw err;
-        throw new Error(`pg-boss: ${coerceError(err).message} (run \`npm run migrate\` as the owner role)`, {
+        throw new Error(`pg-boss: ${coerceError(err).message} (run \`durable-mcp-tasks migrate\` as the owner role)`, {
           cause: err,
         });
       }

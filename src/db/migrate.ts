@@ -39,7 +39,7 @@ export async function assertMigrated(db: Kysely<any>): Promise<void> {
   if (pending.length > 0) {
     throw new Error(
       `The database schema is not current (${pending.length} migrations pending, from ${pending[0]?.name}) ` +
-        'and MIGRATE_ON_START is false: run `npm run migrate` as the owner role first.',
+        'and MIGRATE_ON_START is false: run `durable-mcp-tasks migrate` (or `npm run migrate`) as the owner role first.',
     );
   }
 }

@@ -83,7 +83,7 @@ afterAll(async () => {
 describe('an owner role that migrates and a runtime role that owns nothing', () => {
   it('a runtime role cannot start on a database nobody migrated (MIGRATE_ON_START=false)', async () => {
     await expect(start({ MIGRATE_ON_START: 'false' })).rejects.toThrow(
-      /schema is not current .*run `npm run migrate` as the owner role/,
+      /schema is not current .*run `durable-mcp-tasks migrate` .*as the owner role/,
     );
   });
 
@@ -114,7 +114,7 @@ describe('an owner role that migrates and a runtime role that owns nothing', () 
 
   it('a runtime role told to migrate at start gets a clear error', async () => {
     await expect(start({ MIGRATE_ON_START: 'true' })).rejects.toThrow(
-      /may not change the schema.*npm run migrate.*MIGRATE_ON_START=false/,
+      /may not change the schema.*durable-mcp-tasks migrate.*MIGRATE_ON_START=false/,
     );
   });
 

@@ -1,0 +1,87 @@
+/**
+ * The README's walkthrough, run as written: the bash block after `<!-- walkthrough -->` is extracted and
+ * executed against a real `npm start` (embedded Postgres), so the README cannot drift from the server.
+ *
+ *   npm run test:readme
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { freePort } from '../test/helpers/ports.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+const block = /<!-- walkthrough -->\s*```sh\n([\s\S]*?)```/.exec(readme)?.[1];
+if (block === undefined) throw new Error('README.md has no ```sh block after <!-- walkthrough -->');
+
+const dir = mkdtempSync(path.join(tmpdir(), 'readme-walkthrough-'));
+chmodSync(dir, 0o755); // as root, the embedded Postgres runs as the postgres user, who must reach its data
+const env: NodeJS.ProcessEnv = {
+  ...process.env,
+  PORT: String(await freePort()),
+  EMBEDDED_PG_DIR: path.join(dir, 'postgres'),
+  EMBEDDED_PG_PORT: String(await freePort()),
+};
+delete env.DATABASE_URL;
+const server = spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
+const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)));
+let log = '';
+const url = await new Promise<string>((resolve, reject) => {
+  const timer = setTimeout(
+    () => reject(new Error(`npm start: no 'listening' line in time:\n${log}`)),
+    90_000,
+  );
+  server.stderr.on('data', (chunk: Buffer) => {
+    log += chunk.toString();
+    const m = /"msg":"listening","url":"([^"]+)"/.exec(log);
+    if (m) {
+      clearTimeout(timer);
+      resolve(m[1]!);
+    }
+  });
+  server.once('exit', (code) => reject(new Error(`npm start exited with ${code}:\n${log}`)));
+});
+
+let failed = false;
+const check = (ok: boolean, what: string, detail?: string) => {
+  process.stdout.write(`${ok ? 'ok  ' : 'FAIL'} ${what}\n`);
+  if (!ok) {
+    failed = true;
+    if (detail !== undefined) process.stdout.write(`${detail}\n`);
+  }
+};
+
+try {
+  const run = spawnSync('bash', ['-euo', 'pipefail', '-c', block], {
+    cwd: ROOT,
+    env: { ...process.env, URL: url },
+    encoding: 'utf8',
+    timeout: 180_000,
+  });
+  process.stdout.write(`--- the walkthrough's output\n${run.stdout}--- (stderr)\n${run.stderr}---\n`);
+  check(run.status === 0, `the block exits 0 (got ${run.status})`);
+  check(run.stdout.endsWith('\n'), 'its output ends with a newline');
+  const lines = run.stdout.split('\n');
+  for (const expected of [
+    /^task [A-Za-z0-9_-]{20,}$/,
+    /^\{"jsonrpc":"2\.0","id":1,"result":\{"resultType":"complete","taskId":"[^"]+","status":"working"/,
+    /^Analyzed 1000000 values in 10 chunks: sum=500000644810 /,
+    /^Do you confirm this action: deploy\?$/,
+    /^\{"jsonrpc":"2\.0","id":1,"result":\{"resultType":"complete"/,
+    /^confirmed: deploy$/,
+    /^cancelled$/,
+    /^Analyzed 500000 values in 5 chunks: /,
+  ]) {
+    check(
+      lines.some((l) => expected.test(l)),
+      `a line matches ${expected}`,
+    );
+  }
+  check(!/-32\d\d\d/.test(run.stdout), 'no JSON-RPC error in the replies');
+} finally {
+  server.kill('SIGTERM');
+  check((await exited) === 0, 'npm start exits 0 on SIGTERM');
+  rmSync(dir, { recursive: true, force: true });
+}
+process.exit(failed ? 1 : 0);
