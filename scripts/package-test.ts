@@ -160,7 +160,10 @@ function fetchPort(url: string): ConnectedMcpSessionPort {
       const m = obj(JSON.parse(line ?? '{}'));
       if (m.error !== undefined) {
         const e = obj(m.error);
-        return { kind: 'error', error: { code: Number(e.code), message: String(e.message) } };
+        return {
+          kind: 'error',
+          error: { code: Number(e.code), message: typeof e.message === 'string' ? e.message : '' },
+        };
       }
       return { kind: 'result', result: m.result ?? null };
     },

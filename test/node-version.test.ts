@@ -40,7 +40,7 @@ describe.skipIf(oldVersion === undefined || nodeVersionProblem(oldVersion) === u
           encoding: 'utf8',
         });
         expect(run.status).toBe(1);
-        expect(run.stderr.trim().split('\n')).toEqual([nodeVersionProblem(oldVersion!, false)]);
+        expect(run.stderr.trim().split('\n')).toEqual([nodeVersionProblem(oldVersion, false)]);
       });
     }
   },
