@@ -24,7 +24,7 @@ export type {
 export { definePrompt } from './prompts/define.ts';
 export type { GetPromptResult, PromptDefinition, PromptMessage } from './prompts/define.ts';
 
-export { ProtocolError, ProtocolErrorCode } from './core/errors.ts';
+export { missingCapability, ProtocolError, ProtocolErrorCode } from './core/errors.ts';
 export type {
   CallToolResult,
   ClientCapabilities,

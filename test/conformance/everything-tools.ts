@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { missingCapability } from '../../src/core/errors.ts';
-import type { InputRequests } from '../../src/core/wire.ts';
-import { defineTool, type ToolDefinition } from '../../src/tools/define.ts';
+import { missingCapability } from '../../src/index.ts';
+import type { InputRequests } from '../../src/index.ts';
+import { defineTool, type ToolDefinition } from '../../src/index.ts';
 import { form, PNG_1X1, text, WAV_TINY } from './content.ts';
 
 const none = z.object({}).loose();

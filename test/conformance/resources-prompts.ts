@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { definePrompt, type PromptDefinition } from '../../src/prompts/define.ts';
-import { defineResource, defineResourceTemplate } from '../../src/resources/define.ts';
+import { definePrompt, type PromptDefinition } from '../../src/index.ts';
+import { defineResource, defineResourceTemplate } from '../../src/index.ts';
 import { form, PNG_1X1, text } from './content.ts';
 
 /** test://static-text first: the caching scenario reads resources[0]. */

@@ -1,25 +1,23 @@
 /**
  * `npm run conformance:server`: the real server (HTTP, Postgres task store, pg-boss workers) with the
- * conformance fixture registered, on HOST:PORT (embedded Postgres unless DATABASE_URL is set).
+ * conformance fixture registered through the public API, on HOST:PORT (embedded Postgres unless
+ * DATABASE_URL is set).
  */
-import { loadConfig } from '../../src/config.ts';
-import { coerceError, createLogger } from '../../src/log.ts';
-import { startRuntime } from '../../src/runtime.ts';
+import { createServer, fromEnv } from '../../src/index.ts';
+import { coerceError } from '../../src/log.ts';
 import { CONFORMANCE_FIXTURE } from './fixture.ts';
 
-const config = loadConfig({
-  EMBEDDED_PG_DIR: '.data/conformance-postgres',
-  EMBEDDED_PG_PORT: '54359',
-  ...process.env,
-});
-const runtime = await startRuntime({
-  config,
-  log: createLogger(config.LOG_LEVEL),
-  role: 'all',
+const server = createServer({
   ...CONFORMANCE_FIXTURE,
+  settings: fromEnv({
+    EMBEDDED_PG_DIR: '.data/conformance-postgres',
+    EMBEDDED_PG_PORT: '54359',
+    ...process.env,
+  }),
 });
+await server.start();
 const stop = () => {
-  runtime
+  server
     .stop()
     .then(() => process.exit(0))
     .catch((err: unknown) => {

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { defineTool, type ToolDefinition } from '../../src/tools/define.ts';
+import { defineTool, type ToolDefinition } from '../../src/index.ts';
 import { form, text } from './content.ts';
 
 // The tools the suite calls at 2025-11-25 (sessions): the same tool API, the server sending the

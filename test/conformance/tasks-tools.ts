@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { ProtocolError, ProtocolErrorCode } from '../../src/core/errors.ts';
-import { defineTool, type ToolDefinition } from '../../src/tools/define.ts';
+import { ProtocolError, ProtocolErrorCode } from '../../src/index.ts';
+import { defineTool, type ToolDefinition } from '../../src/index.ts';
 import { form, text } from './content.ts';
 
 const greet = defineTool({
