@@ -4,8 +4,8 @@
  *
  *   npm run test:readme
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from '../test/helpers/ports.ts';
@@ -82,6 +82,48 @@ try {
 } finally {
   server.kill('SIGTERM');
   check((await exited) === 0, 'npm start exits 0 on SIGTERM');
-  rmSync(dir, { recursive: true, force: true });
+}
+
+// The README's way to run on an old Node: the machine's own npx (Node 20 here) fetches Node 24 for one command.
+const oldNode = process.env.OLD_NODE ?? '/usr/bin/node';
+const viaNpx = /`(npx -y node@24 [^`]+)`/.exec(readme)?.[1];
+check(viaNpx !== undefined, 'the README says how to run on an old Node');
+if (viaNpx !== undefined && existsSync(oldNode)) {
+  const pathEnv = `${path.dirname(oldNode)}:${process.env.PATH ?? ''}`;
+  const version = execFileSync(oldNode, ['--version'], { encoding: 'utf8' }).trim();
+  const started = spawn('bash', ['-c', viaNpx], {
+    cwd: ROOT,
+    env: { ...env, PATH: pathEnv, PORT: String(await freePort()) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let out = '';
+  const up = await new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), 120_000);
+    started.stderr.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (/"msg":"listening"/.test(out)) {
+        clearTimeout(timer);
+        resolve(true);
+      }
+    });
+    started.once('exit', () => resolve(false));
+  });
+  check(up, `\`${viaNpx}\` serves, run from a shell whose node is ${version}`, out.slice(-2000));
+  const gone = new Promise((r) => started.once('exit', r));
+  if (started.exitCode === null) started.kill('SIGTERM');
+  await gone;
+  // npx's shell does not pass SIGTERM on; the server notices its parent is gone and drains.
+  for (
+    const deadline = Date.now() + 30_000;
+    Date.now() < deadline && /src\/cli\/main\.ts start/.test(ps());
+  ) {
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  check(!/src\/cli\/main\.ts start/.test(ps()), 'and stops when npx is stopped');
+}
+rmSync(dir, { recursive: true, force: true });
+
+function ps(): string {
+  return execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' });
 }
 process.exit(failed ? 1 : 0);
