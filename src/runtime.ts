@@ -127,9 +127,12 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       } catch (err) {
         await b.stop({ graceful: false, close: true }).catch(() => {});
         if (isUnreachable(err)) throw err;
-        throw new Error(`pg-boss: ${coerceError(err).message} (run \`durable-mcp-tasks migrate\` as the owner role)`, {
-          cause: err,
-        });
+        throw new Error(
+          `pg-boss: ${coerceError(err).message} (run \`durable-mcp-tasks migrate\` as the owner role)`,
+          {
+            cause: err,
+          },
+        );
       }
     });
     cleanups.push(() => boss.stop({ graceful: true, timeout: config.SHUTDOWN_GRACE_MS, close: true }));
