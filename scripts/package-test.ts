@@ -414,7 +414,20 @@ try {
   check(viaCli.trim() === '3 words' && viaCli.endsWith('\n'), '`call` prints the result', viaCli);
   server.child.kill('SIGTERM');
   worker.child.kill('SIGTERM');
-  check((await server.exited) === 0 && (await worker.exited) === 0, 'server and worker exit 0 on SIGTERM');
+  // As with `start` above: npx goes at once, the processes under it notice and drain.
+  await Promise.all([server.exited, worker.exited]);
+  const bin = `${project}/node_modules/.bin/durable-mcp-tasks`;
+  const drained = await until(
+    () =>
+      !running(`${bin} server`) &&
+      !running(`${bin} worker`) &&
+      /"msg":"shutting down"/.test(server.log()) &&
+      /"msg":"shutting down"/.test(worker.log()),
+  );
+  check(drained, 'SIGTERM to npx: the server and the worker drain and exit', {
+    server: server.log().slice(-600),
+    worker: worker.log().slice(-600),
+  });
   await admin.query(`drop database if exists ${dbName} with (force)`);
   await admin.end();
 } catch (err) {

@@ -76,6 +76,9 @@ export function createApp({
       ? undefined
       : { ...legacy, principalOf, log, ...(keepAliveMs === undefined ? {} : { keepAliveMs }) };
   const app = new Hono<AuthEnv>();
+  // Liveness for container health checks and load balancers: no auth, any Host (probes use the pod's
+  // address). It says the process serves HTTP, nothing about Postgres.
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.use('*', hostCheck({ allowedHosts }));
   app.use(path, originCheck({ allowedOrigins }));
   if (resourceMetadata !== undefined) {

@@ -214,6 +214,33 @@ describe('static bearer tokens', () => {
   });
 });
 
+describe('the liveness probe', () => {
+  it('answers GET /healthz without a token and whatever the Host, while /mcp still wants both', async () => {
+    const rt = await startTestRuntime({
+      databaseUrl: tdb.url,
+      env: { AUTH_MODE: 'bearer', AUTH_TOKENS: `alice=${hashToken('alice-secret')}` },
+    });
+    try {
+      const { request } = await import('node:http');
+      const get = (pathname: string, host: string) =>
+        new Promise<{ status: number; body: string }>((resolve, reject) => {
+          const req = request(new URL(pathname, rt.url), { headers: { host } }, (res) => {
+            let body = '';
+            res.on('data', (d: Buffer) => (body += d.toString()));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+          });
+          req.on('error', reject);
+          req.end();
+        });
+      expect(await get('/healthz', '10.1.2.3:3000')).toEqual({ status: 200, body: '{"status":"ok"}' });
+      expect((await get('/healthz', new URL(rt.url).host)).status).toBe(200);
+      expect((await new RawMcp(rt.url).request('server/discover')).status).toBe(401);
+    } finally {
+      await rt.stop();
+    }
+  });
+});
+
 describe('configuration safety', () => {
   it('refuses AUTH_MODE=none on a non-loopback address', () => {
     expect(() => securityFromConfig(loadConfig({ HOST: '0.0.0.0' }), 3000)).toThrow(
