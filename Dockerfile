@@ -1,13 +1,28 @@
-# The server image: one image, three roles (npm start | npm run server | npm run worker).
-FROM node:24-bookworm-slim
+# syntax=docker/dockerfile:1
+# One image, every role: `server` (default), `worker`, `migrate`, `start` (see docs/deploy.md).
+
+# Build stage: the dev dependencies compile TypeScript to dist/.
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund
-COPY tsconfig.json kysely.config.ts ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-COPY workers ./workers
 COPY migrations ./migrations
+RUN npm run build
+
+# Runtime stage: production dependencies and compiled JavaScript only (no tsx, no esbuild, no embedded
+# Postgres). node is PID 1 and handles SIGTERM itself (drain, hand running tasks back); compose adds
+# `init: true` to reap children.
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --omit=optional --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist ./dist
 USER node
 EXPOSE 3000
-CMD ["npm", "run", "server"]
+HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+ENTRYPOINT ["node", "dist/src/cli/main.js"]
+CMD ["server"]

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { freePort } from '../../test/helpers/ports.ts';
 import { waitHttp } from './processes.ts';
 
@@ -11,7 +12,13 @@ export interface Nginx {
   stop(): Promise<void>;
 }
 
-/** Real nginx, round-robin with no stickiness, in front of the HTTP instances on these ports. */
+/** deploy/mcp-locations.conf: the locations docker compose's nginx serves, used here as they are. */
+export const MCP_LOCATIONS = fileURLToPath(new URL('../../deploy/mcp-locations.conf', import.meta.url));
+
+/**
+ * Real nginx, round-robin with no stickiness, in front of the HTTP instances on these ports, proxying
+ * with deploy/mcp-locations.conf (the file docker compose uses). Replies carry X-Upstream (the replica).
+ */
 export async function startNginx(upstreamPorts: readonly number[]): Promise<Nginx> {
   const port = await freePort();
   const dir = mkdtempSync(path.join(tmpdir(), 'mcp-nginx-'));
@@ -32,17 +39,10 @@ ${upstreamPorts.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=1
   }
   server {
     listen 127.0.0.1:${port};
-    location /mcp {
-      proxy_pass http://mcp;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      # Keep the client's Host: the instances check it (DNS-rebinding protection).
-      proxy_set_header Host $host;
-      proxy_buffering off;
-      proxy_read_timeout 60s;
-      proxy_next_upstream error timeout;
-      add_header X-Upstream $upstream_addr always;
-    }
+    # The name of the upstream block above: nginx uses the group, no resolver needed.
+    set $mcp_upstream mcp;
+    add_header X-Upstream $upstream_addr always;
+    include ${MCP_LOCATIONS};
   }
 }
 `,
