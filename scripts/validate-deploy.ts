@@ -310,6 +310,7 @@ export const tools = [
   await admin.query(`create database ${dbName}`);
   const databaseUrl = withDatabase(ADMIN_URL, dbName);
   const port = await freePort();
+  const workerProbePort = await freePort();
   const migrate = start(
     'migrate',
     services.migrate!.command as string[],
@@ -327,7 +328,7 @@ export const tools = [
   const worker = start(
     'worker',
     [...(services.worker!.command as string[]), '--tools', 'tools/index.ts'],
-    serviceEnv('worker', { DATABASE_URL: databaseUrl }),
+    serviceEnv('worker', { DATABASE_URL: databaseUrl, METRICS_PORT: String(workerProbePort) }),
     /"msg":"started"/,
   );
   await Promise.all([server.started, worker.started]);
@@ -336,11 +337,11 @@ export const tools = [
     'compose server and worker: start with the compose environment and no .env (MIGRATE_ON_START=false)',
   );
 
-  const probe = (command: string[] | undefined) => {
+  const probe = (command: string[] | undefined, env: Record<string, string>) => {
     try {
       execFileSync(command![0]!, command!.slice(1), {
         cwd: app,
-        env: { ...process.env, PORT: String(port) },
+        env: { PATH: process.env.PATH ?? '', ...env },
         stdio: 'ignore',
       });
       return true;
@@ -348,10 +349,22 @@ export const tools = [
       return false;
     }
   };
-  check(probe(healthcheck), 'the image HEALTHCHECK passes against a running server');
   check(
-    JSON.stringify(services.server!.healthcheck?.test) === JSON.stringify(['CMD', ...(healthcheck ?? [])]),
-    "compose server: its health check is the image's",
+    probe(healthcheck, { PORT: String(port) }),
+    'the image HEALTHCHECK passes against a running server (/readyz on PORT)',
+  );
+  check(
+    probe(healthcheck, { PORT: '3000', METRICS_PORT: String(workerProbePort) }),
+    'the image HEALTHCHECK passes against a running worker (/readyz on METRICS_PORT)',
+  );
+  for (const name of ['server', 'worker'])
+    check(
+      JSON.stringify(services[name]!.healthcheck?.test) === JSON.stringify(['CMD', ...(healthcheck ?? [])]),
+      `compose ${name}: its health check is the image's`,
+    );
+  check(
+    !probe(healthcheck, { PORT: String(await freePort()) }),
+    'the image HEALTHCHECK fails when nothing answers',
   );
 
   const lbPort = await freePort();

@@ -149,6 +149,23 @@ const ConfigSchema = z.object({
   SHUTDOWN_GRACE_MS: intFromEnv(10_000).describe(
     'How long graceful shutdown lets running handlers finish before handing their tasks back.',
   ),
+  DRAIN_DELAY_MS: intFromEnv(0).describe(
+    'On SIGTERM, how long /readyz answers 503 while the process still serves, before it stops accepting (lets a load balancer or Kubernetes take it out of rotation first).',
+  ),
+  METRICS_PORT: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(65_535)
+    .optional()
+    .describe(
+      'A listener of its own for the operational endpoints (/healthz, /readyz), e.g. for workers, which serve no HTTP otherwise. Unset: none; HTTP instances serve them on PORT as well.',
+    ),
+  METRICS_HOST: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('Address the METRICS_PORT listener binds. Default: HOST.'),
   STATUS_THROTTLE_MS: intFromEnv(250).describe('Least time between two statusMessage writes of one task.'),
   SSE_KEEPALIVE_MS: intFromEnv(15_000, 10).describe(
     'SSE keep-alive comment interval on open streams (subscriptions/listen).',

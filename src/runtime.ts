@@ -1,5 +1,6 @@
 import { serve, type ServerType } from '@hono/node-server';
 import type { Hono } from 'hono';
+import { sql } from 'kysely';
 import pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { startWorkerPool, type WorkerPool } from './worker/pool.ts';
@@ -14,6 +15,7 @@ import { sharedSecret } from './db/shared-secret.ts';
 import { ChangeFeed } from './events/change-feed.ts';
 import { createServerEvents } from './events/server-events.ts';
 import { createApp } from './http/app.ts';
+import { healthRoutes, Readiness } from './http/health.ts';
 import { securityFromConfig } from './http/auth/from-config.ts';
 import type { AuthEnv } from './http/auth/middleware.ts';
 import { guardNodeServer } from './http/node-server.ts';
@@ -54,6 +56,8 @@ export interface Runtime {
   server: ServerType | undefined;
   /** `http://host:port/mcp` once listening. */
   url: string | undefined;
+  /** `http://host:port` of the METRICS_PORT listener, when there is one. */
+  metricsUrl: string | undefined;
   workers: WorkerPool | undefined;
   stop(): Promise<void>;
 }
@@ -62,7 +66,16 @@ export interface Runtime {
 export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const { config, log, role } = opts;
   const cleanups: Array<() => Promise<void>> = [];
+  let readiness: Readiness | undefined;
   const stop = async () => {
+    // Out of rotation first: /readyz says 503 while the process still serves for DRAIN_DELAY_MS.
+    if (readiness !== undefined && !readiness.isDraining) {
+      readiness.drain();
+      if (config.DRAIN_DELAY_MS > 0 && role !== 'worker') {
+        log.info('draining', { delayMs: config.DRAIN_DELAY_MS });
+        await new Promise((resolve) => setTimeout(resolve, config.DRAIN_DELAY_MS));
+      }
+    }
     for (const cleanup of cleanups.reverse()) {
       await cleanup().catch((err: unknown) =>
         log.warn('shutdown step failed', { error: coerceError(err).message }),
@@ -99,6 +112,37 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       timeouts,
     });
     cleanups.push(() => db.destroy());
+    const ready = new Readiness({
+      log,
+      async checkDatabase() {
+        await sql`select 1`.execute(db);
+        return assertMigrated(db).then(
+          () => undefined,
+          () => 'schema' as const,
+        );
+      },
+    });
+    readiness = ready;
+    // The probe listener closes last, so it reports the drain until the process is gone.
+    let metricsUrl: string | undefined;
+    if (config.METRICS_PORT !== undefined) {
+      const probes = healthRoutes(ready);
+      const host = config.METRICS_HOST ?? config.HOST;
+      const listening = await new Promise<{ server: ServerType; port: number }>((resolve) => {
+        const s = serve({ fetch: probes.fetch, hostname: host, port: config.METRICS_PORT }, (info) =>
+          resolve({ server: s, port: info.port }),
+        );
+      });
+      metricsUrl = `http://${host.includes(':') ? `[${host}]` : host}:${listening.port}`;
+      cleanups.push(
+        () =>
+          new Promise<void>((resolve) => {
+            listening.server.close(() => resolve());
+            (listening.server as unknown as ClosableServer).closeAllConnections();
+          }),
+      );
+      log.info('probes listening', { url: metricsUrl });
+    }
     // Every start-up step waits out an unreachable database (e.g. Postgres restarting meanwhile).
     const deadline = Date.now() + config.DB_STARTUP_TIMEOUT_MS;
     const retry = <T>(step: string, fn: () => Promise<T>) =>
@@ -222,6 +266,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
           maxBodyBytes: config.MAX_BODY_BYTES,
           maxJsonDepth: config.MAX_JSON_DEPTH,
           keepAliveMs: config.SSE_KEEPALIVE_MS,
+          readiness: ready,
           legacy: {
             dispatcher,
             sessions: new SessionService(db, { idleTtlMs: config.SESSION_IDLE_TTL_MS }),
@@ -261,7 +306,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       }
     }
     log.info('started', { role, tools: opts.tools.map((t) => t.name) });
-    return { db, boss, app, server, url, workers, stop };
+    return { db, boss, app, server, url, metricsUrl, workers, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -5,6 +5,7 @@ import type { Dispatcher } from '../protocol/dispatch.ts';
 import { ProtocolErrorCode } from '../core/errors.ts';
 import { PROTOCOL_VERSION } from '../core/wire.ts';
 import { authMiddleware, type AuthEnv, type AuthMiddlewareOptions } from './auth/middleware.ts';
+import { healthRoutes, type Readiness } from './health.ts';
 import { SESSION_HEADER, type LegacyOptions } from './legacy/common.ts';
 import { legacyDelete, legacyGet } from './legacy/get.ts';
 import { legacyPost } from './legacy/post.ts';
@@ -33,6 +34,8 @@ export interface AppOptions {
   path?: string;
   /** Serves the 2025-11-25 era (sessions) beside 2026-07-28 on the same endpoint. */
   legacy?: Omit<LegacyOptions, 'principalOf' | 'log' | 'keepAliveMs'> | undefined;
+  /** What /readyz reports; without it /readyz is always ready. */
+  readiness?: Readiness | undefined;
 }
 
 /** An error response to a request whose id was not read: no `id` (the 2026-07-28 schema allows no null). */
@@ -69,6 +72,7 @@ export function createApp({
   keepAliveMs,
   path = '/mcp',
   legacy,
+  readiness,
 }: AppOptions): Hono<AuthEnv> {
   const principalOf = (c: Context) => (c as unknown as { get(key: 'principal'): string }).get('principal');
   const legacyOptions: LegacyOptions | undefined =
@@ -76,9 +80,8 @@ export function createApp({
       ? undefined
       : { ...legacy, principalOf, log, ...(keepAliveMs === undefined ? {} : { keepAliveMs }) };
   const app = new Hono<AuthEnv>();
-  // Liveness for container health checks and load balancers: no auth, any Host (probes use the pod's
-  // address). It says the process serves HTTP, nothing about Postgres.
-  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  // The probes come first: no auth, any Host (load balancers and kubelets probe by address).
+  app.route('/', healthRoutes(readiness));
   app.use('*', hostCheck({ allowedHosts }));
   app.use(path, originCheck({ allowedOrigins }));
   if (resourceMetadata !== undefined) {
