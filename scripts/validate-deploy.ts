@@ -14,6 +14,7 @@ import pg from 'pg';
 import { parse as parseYaml } from 'yaml';
 import { buildProgram } from '../src/cli/program.ts';
 import { freePort } from '../test/helpers/ports.ts';
+import { sample, scrape } from '../test/helpers/prometheus.ts';
 import { withDatabase } from '../test/helpers/urls.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -432,6 +433,17 @@ export const tools = [
     'a TypeScript tool of a derived image runs as a task through nginx (dev token)',
     called,
   );
+
+  // Prometheus metrics from each process: the server created the task, the worker ran it.
+  const onServer = await scrape(`http://127.0.0.1:${port}`);
+  const onWorker = await scrape(`http://127.0.0.1:${workerProbePort}`);
+  check(
+    sample(onServer, 'durable_mcp_tasks_created_total', { tool: 'hello' }) === 1 &&
+      sample(onWorker, 'durable_mcp_tasks_finished_total', { tool: 'hello', status: 'completed' }) === 1,
+    'metrics: the server process counted the task created, the worker process (METRICS_PORT) counted it completed',
+  );
+  const published = (await fetch(`${lb}/metrics`)).status;
+  check(published === 404, 'nginx does not publish /metrics (scraped from each replica directly)', published);
 
   server.child.kill('SIGTERM');
   worker.child.kill('SIGTERM');

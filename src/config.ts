@@ -159,8 +159,18 @@ const ConfigSchema = z.object({
     .max(65_535)
     .optional()
     .describe(
-      'A listener of its own for the operational endpoints (/healthz, /readyz), e.g. for workers, which serve no HTTP otherwise. Unset: none; HTTP instances serve them on PORT as well.',
+      'A listener of its own for the operational endpoints (/healthz, /readyz, /metrics), e.g. for workers, which serve no HTTP otherwise. Unset: none; HTTP instances serve them on PORT as well.',
     ),
+  METRICS_TOKEN: z
+    .string()
+    .min(16)
+    .optional()
+    .describe(
+      'When set, GET /metrics needs `Authorization: Bearer <METRICS_TOKEN>`. Unset: /metrics is open, like /healthz.',
+    ),
+  METRICS_STORE_CACHE_MS: intFromEnv(5_000).describe(
+    'The cluster-wide gauges (tasks by status, waiting runs) are read from Postgres at most once per this interval.',
+  ),
   METRICS_HOST: z
     .string()
     .min(1)

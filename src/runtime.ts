@@ -15,7 +15,9 @@ import { sharedSecret } from './db/shared-secret.ts';
 import { ChangeFeed } from './events/change-feed.ts';
 import { createServerEvents } from './events/server-events.ts';
 import { createApp } from './http/app.ts';
-import { healthRoutes, Readiness } from './http/health.ts';
+import { operationalRoutes, Readiness } from './http/health.ts';
+import { Metrics, type StoreStats } from './core/metrics.ts';
+import { readStoreStats } from './tasks/store/stats.ts';
 import { securityFromConfig } from './http/auth/from-config.ts';
 import type { AuthEnv } from './http/auth/middleware.ts';
 import { guardNodeServer } from './http/node-server.ts';
@@ -104,7 +106,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       lockTimeoutMs: config.DB_LOCK_TIMEOUT_MS,
       idleInTransactionTimeoutMs: config.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
     };
-    const { db } = createDb({
+    const { db, pool: appPool } = createDb({
       connectionString,
       max: config.DB_POOL_MAX,
       applicationName: `durable-mcp-tasks:${role}`,
@@ -123,10 +125,26 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       },
     });
     readiness = ready;
+    const metrics = new Metrics();
+    metrics.addPool('app', appPool);
+    let stats: { at: number; value: Promise<StoreStats | undefined> } | undefined;
+    metrics.addStoreStats(() => {
+      if (stats === undefined || Date.now() - stats.at >= config.METRICS_STORE_CACHE_MS) {
+        stats = {
+          at: Date.now(),
+          value: readStoreStats(db).catch((err: unknown) => {
+            log.warn('metrics: reading the store failed', { error: coerceError(err).message });
+            return undefined;
+          }),
+        };
+      }
+      return stats.value;
+    });
+    const operational = { readiness: ready, metrics, metricsToken: config.METRICS_TOKEN };
     // The probe listener closes last, so it reports the drain until the process is gone.
     let metricsUrl: string | undefined;
     if (config.METRICS_PORT !== undefined) {
-      const probes = healthRoutes(ready);
+      const probes = operationalRoutes(operational);
       const host = config.METRICS_HOST ?? config.HOST;
       const listening = await new Promise<{ server: ServerType; port: number }>((resolve) => {
         const s = serve({ fetch: probes.fetch, hostname: host, port: config.METRICS_PORT }, (info) =>
@@ -183,6 +201,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     const bossPool = (boss.getDb() as { pool?: unknown }).pool;
     if (bossPool instanceof pg.Pool) {
       adaptToConnectionLimit(bossPool, { connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS });
+      metrics.addPool('queue', bossPool);
     }
     await retry('run queue', () => ensureRunQueue(boss));
 
@@ -204,6 +223,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         feed,
         tools,
         events,
+        metrics,
         log,
         concurrency: config.WORKER_CONCURRENCY,
         pollIntervalMs: config.WORKER_POLL_INTERVAL_MS,
@@ -251,6 +271,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
           maxSubscriptionsPerPrincipal: config.MAX_SUBSCRIPTIONS_PER_PRINCIPAL,
         },
         pollLimiter: config.RATE_LIMIT_POLLING ? new PollLimiter() : undefined,
+        metrics,
       };
       // Refuse unsafe settings (e.g. no authentication on a public address) before binding anything.
       securityFromConfig(config, config.PORT);
@@ -266,7 +287,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
           maxBodyBytes: config.MAX_BODY_BYTES,
           maxJsonDepth: config.MAX_JSON_DEPTH,
           keepAliveMs: config.SSE_KEEPALIVE_MS,
-          readiness: ready,
+          operational,
           legacy: {
             dispatcher,
             sessions: new SessionService(db, { idleTtlMs: config.SESSION_IDLE_TTL_MS }),

@@ -5,7 +5,7 @@ import type { Dispatcher } from '../protocol/dispatch.ts';
 import { ProtocolErrorCode } from '../core/errors.ts';
 import { PROTOCOL_VERSION } from '../core/wire.ts';
 import { authMiddleware, type AuthEnv, type AuthMiddlewareOptions } from './auth/middleware.ts';
-import { healthRoutes, type Readiness } from './health.ts';
+import { operationalRoutes, type OperationalOptions } from './health.ts';
 import { SESSION_HEADER, type LegacyOptions } from './legacy/common.ts';
 import { legacyDelete, legacyGet } from './legacy/get.ts';
 import { legacyPost } from './legacy/post.ts';
@@ -34,8 +34,8 @@ export interface AppOptions {
   path?: string;
   /** Serves the 2025-11-25 era (sessions) beside 2026-07-28 on the same endpoint. */
   legacy?: Omit<LegacyOptions, 'principalOf' | 'log' | 'keepAliveMs'> | undefined;
-  /** What /readyz reports; without it /readyz is always ready. */
-  readiness?: Readiness | undefined;
+  /** /healthz, /readyz and /metrics: what they report. */
+  operational?: OperationalOptions | undefined;
 }
 
 /** An error response to a request whose id was not read: no `id` (the 2026-07-28 schema allows no null). */
@@ -72,7 +72,7 @@ export function createApp({
   keepAliveMs,
   path = '/mcp',
   legacy,
-  readiness,
+  operational,
 }: AppOptions): Hono<AuthEnv> {
   const principalOf = (c: Context) => (c as unknown as { get(key: 'principal'): string }).get('principal');
   const legacyOptions: LegacyOptions | undefined =
@@ -81,7 +81,7 @@ export function createApp({
       : { ...legacy, principalOf, log, ...(keepAliveMs === undefined ? {} : { keepAliveMs }) };
   const app = new Hono<AuthEnv>();
   // The probes come first: no auth, any Host (load balancers and kubelets probe by address).
-  app.route('/', healthRoutes(readiness));
+  app.route('/', operationalRoutes(operational));
   app.use('*', hostCheck({ allowedHosts }));
   app.use(path, originCheck({ allowedOrigins }));
   if (resourceMetadata !== undefined) {
@@ -100,6 +100,7 @@ export function createApp({
       legacy: legacyOptions === undefined ? undefined : legacyPost(legacyOptions),
       log,
       maxJsonDepth,
+      metrics: operational?.metrics,
       ...(keepAliveMs === undefined ? {} : { keepAliveMs }),
     }),
   );

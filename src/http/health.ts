@@ -1,4 +1,6 @@
+import { timingSafeEqual } from 'node:crypto';
 import { Hono } from 'hono';
+import type { Metrics } from '../core/metrics.ts';
 import { coerceError, type Logger } from '../log.ts';
 
 /** Why a process is not ready: logged, never sent (the probes reveal nothing but the status). */
@@ -64,11 +66,25 @@ export class Readiness {
   }
 }
 
+export interface OperationalOptions {
+  readiness?: Readiness | undefined;
+  metrics?: Metrics | undefined;
+  /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
+  metricsToken?: string | undefined;
+}
+
+function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
 /**
- * `GET /healthz` (the process serves; no database call) and `GET /readyz` (200 ready, 503 otherwise).
- * No authentication and any Host: probes come from load balancers and kubelets by address.
+ * `GET /healthz` (the process serves; no database call), `GET /readyz` (200 ready, 503 otherwise) and
+ * `GET /metrics` (Prometheus text format). No MCP authentication and any Host: probes and scrapers come
+ * by address; /metrics has its own optional token.
  */
-export function healthRoutes(readiness: Readiness | undefined): Hono {
+export function operationalRoutes({ readiness, metrics, metricsToken }: OperationalOptions = {}): Hono {
   const app = new Hono();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
@@ -78,5 +94,17 @@ export function healthRoutes(readiness: Readiness | undefined): Hono {
       ? c.json({ status: 'ready' })
       : c.json({ status: 'unavailable' }, 503, { 'retry-after': '1' });
   });
+  if (metrics !== undefined) {
+    app.get('/metrics', async (c) => {
+      if (metricsToken !== undefined) {
+        const given = /^Bearer (.+)$/i.exec(c.req.header('authorization') ?? '')?.[1] ?? '';
+        if (!sameSecret(given, metricsToken)) {
+          return c.text('unauthorized\n', 401, { 'www-authenticate': 'Bearer realm="metrics"' });
+        }
+      }
+      const { contentType, body } = await metrics.exposition();
+      return c.body(body, 200, { 'content-type': contentType });
+    });
+  }
   return app;
 }

@@ -1,3 +1,4 @@
+import type { Metrics } from '../core/metrics.ts';
 import type { Context } from 'hono';
 import type { Logger } from '../log.ts';
 import type { MethodResult } from '../protocol/context.ts';
@@ -25,6 +26,8 @@ export interface McpRouteOptions {
   maxJsonDepth?: number;
   /** The 2025-11-25 era's POST handler, for requests that speak it (isLegacyPost). */
   legacy?: ((c: Context, body: string) => Promise<Response>) | undefined;
+  /** Counts requests refused before they reach a method (the dispatcher counts the rest). */
+  metrics?: Metrics | undefined;
 }
 
 /** An error response; `id` is omitted when the request's could not be read (the 2026-07-28 schema has no null id). */
@@ -55,7 +58,14 @@ export function mcpPost({
   keepAliveMs = 15_000,
   maxJsonDepth = 64,
   legacy,
+  metrics,
 }: McpRouteOptions) {
+  const refused = (method: string | undefined, error: ProtocolError) =>
+    metrics?.requests.inc({
+      // A label only for a method the server serves: a client could mint any number of names.
+      method: method !== undefined && dispatcher.has(method) ? method : 'unknown',
+      outcome: String(error.code),
+    });
   return async (c: Context) => {
     const text = await c.req.text();
     if (
@@ -66,8 +76,10 @@ export function mcpPost({
       return legacy(c, text);
     }
     const incoming = parseMessage(text, { maxDepth: maxJsonDepth });
-    if (incoming.kind === 'error')
+    if (incoming.kind === 'error') {
+      refused(undefined, incoming.error);
       return c.json(errorBody(incoming.id, incoming.error), httpStatusFor(incoming.error));
+    }
     // This revision defines no client notifications over HTTP; accepting them is harmless.
     if (incoming.kind === 'notification') return c.body(null, 202);
 
@@ -96,6 +108,7 @@ export function mcpPost({
         throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Method not found: ${method}`);
       }
     } catch (err) {
+      refused(method, toError(err));
       return fail(err);
     }
 

@@ -1,5 +1,5 @@
 import type { MethodHandler, MethodResult, RequestContext } from './context.ts';
-import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
+import { ProtocolError, ProtocolErrorCode, toProtocolError } from '../core/errors.ts';
 import { completionComplete } from './methods/completion.ts';
 import { discover } from './methods/discover.ts';
 import { promptsGet, promptsList } from './methods/prompts.ts';
@@ -41,6 +41,7 @@ export function createDispatcher(deps: ServerDeps, extra: Record<string, MethodH
       ...extra,
     }),
   );
+  const { metrics } = deps;
   return {
     has: (method) => methods.has(method),
     async dispatch(ctx) {
@@ -48,9 +49,29 @@ export function createDispatcher(deps: ServerDeps, extra: Record<string, MethodH
       if (handler === undefined) {
         throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Method not found: ${ctx.method}`);
       }
-      const result = await handler(ctx);
-      const meta = (result._meta ?? {}) as Record<string, unknown>;
-      return { ...result, _meta: { ...meta, [META_SERVER_INFO]: deps.serverInfo } };
+      const started = performance.now();
+      const listening = ctx.method === 'subscriptions/listen';
+      if (listening) metrics?.openStreams.inc();
+      let outcome = 'ok';
+      try {
+        const result = await handler(ctx);
+        if (
+          ctx.method === 'tools/call' &&
+          result.resultType === 'task' &&
+          typeof ctx.params.name === 'string'
+        ) {
+          metrics?.tasksCreated.inc({ tool: ctx.params.name });
+        }
+        const meta = (result._meta ?? {}) as Record<string, unknown>;
+        return { ...result, _meta: { ...meta, [META_SERVER_INFO]: deps.serverInfo } };
+      } catch (err) {
+        outcome = String(toProtocolError(err, () => {}).code);
+        throw err;
+      } finally {
+        if (listening) metrics?.openStreams.dec();
+        metrics?.requests.inc({ method: ctx.method, outcome });
+        metrics?.requestDuration.observe({ method: ctx.method }, (performance.now() - started) / 1000);
+      }
     },
   };
 }

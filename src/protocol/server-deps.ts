@@ -1,3 +1,4 @@
+import type { Metrics } from '../core/metrics.ts';
 import type { ChangeFeed } from '../events/change-feed.ts';
 import type { ServerEvents } from '../events/server-events.ts';
 import type { PromptRegistry } from '../prompts/registry.ts';
@@ -30,4 +31,6 @@ export interface ServerDeps {
   limits: { maxArgumentsBytes: number; maxInputResponsesBytes: number; maxSubscriptionsPerPrincipal: number };
   /** When set, tasks/get faster than the task's pollIntervalMs gets 429. */
   pollLimiter?: PollLimiter | undefined;
+  /** Request and task counters of this process; none when undefined. */
+  metrics?: Metrics | undefined;
 }

@@ -4,6 +4,7 @@ import { isConnectionError } from '../db/errors.ts';
 import type { ServerEvents } from '../events/server-events.ts';
 import { coerceError, type Logger } from '../log.ts';
 import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
+import type { Metrics } from '../core/metrics.ts';
 import { isStorable, jsonBytes } from '../core/limits.ts';
 import type { CallToolResult } from '../core/wire.ts';
 import { createToolContext } from '../tools/context.ts';
@@ -49,6 +50,7 @@ export interface ExecutorDeps {
   /** Asks the pool to fetch again after `ms` (a delayed retry it scheduled itself). */
   scheduleWake?: (ms: number) => void;
   events?: ServerEvents | undefined;
+  metrics?: Metrics | undefined;
   log: Logger;
 }
 
@@ -75,6 +77,21 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
   }
   const { attempt, failures } = claimed;
   const log = baseLog.scope({ taskId });
+  const tool_ = { tool: claimed.toolName };
+  const legStarted = performance.now();
+  let legOutcome = 'settled';
+  const metrics = deps.metrics;
+  if (metrics !== undefined) {
+    if (attempt === 1)
+      metrics.timeToStart.observe(tool_, Math.max(0, (Date.now() - claimed.createdAt.getTime()) / 1000));
+    else metrics.resumedLegs.inc(tool_);
+  }
+  /** A terminal write that landed: counted once, by the worker whose fenced write it was. */
+  const finished = (status: 'completed' | 'failed' | 'cancelled') => (landed: boolean) => {
+    legOutcome = status;
+    if (landed) metrics?.tasksFinished.inc({ ...tool_, status });
+    return landed;
+  };
   const fail = (error: ProtocolError, statusMessage: string) => {
     // A tool's own error may hold what Postgres cannot store (NUL, lone surrogates) or cannot serialize:
     // then the generic error is stored, rather than a write that fails forever.
@@ -84,7 +101,7 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
       status: 'failed',
       error: storable ? wire : { code: ProtocolErrorCode.InternalError, message: 'Internal error' },
       statusMessage: storable ? statusMessage : 'Tool execution failed',
-    });
+    }).then(finished('failed'));
   };
   const handBack = (opts: { failed: boolean; delaySeconds: number }) =>
     db
@@ -169,25 +186,32 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
       const done = await finishAttempt(db, taskId, attempt, {
         status: 'completed',
         result: { ...result, resultType: 'complete' },
-      });
+      }).then(finished('completed'));
       if (!done) log.info('attempt lost its lease before completing; result dropped', { attempt });
     }
     async function settleThrown(thrown: unknown): Promise<void> {
-      if (thrown instanceof TaskSuspendedSignal) return;
+      if (thrown instanceof TaskSuspendedSignal) {
+        legOutcome = 'input_required';
+        return;
+      }
       const reason: unknown = abort.signal.aborted ? abort.signal.reason : undefined;
       if (thrown instanceof LeaseLostError || reason instanceof LeaseLostError) {
+        legOutcome = 'lease_lost';
+        metrics?.leasesLost.inc(tool_);
         // Another attempt (or the sweeper, or a cancel) owns the task now; ours must not write.
         if (!(await settleCancelRequest(db, taskId))) log.info('attempt stopped: lease lost', { attempt });
         return;
       }
       if (reason instanceof CancelRequestedError) {
+        metrics?.cancelsDelivered.inc(tool_);
         await finishAttempt(db, taskId, attempt, {
           status: 'cancelled',
           statusMessage: 'Cancelled by request',
-        });
+        }).then(finished('cancelled'));
         return;
       }
       if (thrown instanceof HandoffSignal || reason instanceof HandoffSignal) {
+        legOutcome = 'handed_back';
         log.info('handing the task back: the worker shuts down', { attempt });
         await handBack({ failed: false, delaySeconds: 0 });
         return;
@@ -202,11 +226,14 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
           attempt,
           error: thrown.message,
         });
+        legOutcome = 'infrastructure_retry';
         await handBack({ failed: false, delaySeconds: deps.retryDelaySeconds });
         return;
       }
       const err = coerceError(thrown);
       if (failures < deps.retryLimit) {
+        legOutcome = 'crash_retry';
+        metrics?.crashRetries.inc(tool_);
         log.warn('handler crashed; the task will be retried', {
           attempt,
           failures: failures + 1,
@@ -225,10 +252,12 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
     // Anything that escaped the settling above (e.g. the database went away): count it as a failure and
     // hand the task back, so that a repeating fault ends in `failed` instead of looping; if even that
     // fails, the lease lapses and the sweeper takes the task back.
+    legOutcome = 'error';
     log.warn('leg failed before it settled', { attempt, error: coerceError(err).message });
     await handBack({ failed: !isConnectionError(err), delaySeconds: deps.retryDelaySeconds }).catch(() => {});
   } finally {
     if (deps.running.get(taskId)?.attempt === attempt) deps.running.delete(taskId);
+    metrics?.runDuration.observe({ ...tool_, outcome: legOutcome }, (performance.now() - legStarted) / 1000);
   }
 }
 

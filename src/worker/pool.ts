@@ -13,6 +13,7 @@ import type { TaskQueue } from '../tasks/service.ts';
 import { checkLeases, LeaseLostError, renewLeases } from '../tasks/store/lease.ts';
 import { HandoffSignal } from './task-runtime.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
+import type { Metrics } from '../core/metrics.ts';
 import { createSweeper } from './sweeper.ts';
 
 export interface WorkerPoolOptions {
@@ -24,6 +25,7 @@ export interface WorkerPoolOptions {
   feed: ChangeFeed;
   tools: ToolRegistry;
   events?: ServerEvents;
+  metrics?: Metrics | undefined;
   log: Logger;
   concurrency?: number;
   /** Backstop poll while idle, in case a wake-up was lost (and for delayed retries of other workers). */
@@ -93,6 +95,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     draining: () => stopping,
     scheduleWake: (ms) => void setTimeout(() => poke(), ms).unref(),
     events: opts.events,
+    metrics: opts.metrics,
     log,
   };
 
@@ -242,6 +245,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     log,
     intervalMs: opts.sweepIntervalMs ?? 5_000,
     batchSize: opts.sweepBatchSize ?? 500,
+    metrics: opts.metrics,
     purgeGraceMs: opts.purgeGraceMs ?? 60_000,
     sessions: {
       idleTtlMs: opts.sessionIdleTtlMs ?? 3_600_000,

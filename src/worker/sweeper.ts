@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
+import type { Metrics } from '../core/metrics.ts';
 import { coerceError, type Logger } from '../log.ts';
 import type { TaskQueue } from '../tasks/service.ts';
 import { reclaimExpiredLeases, redeliverStuckRuns } from '../tasks/store/lease.ts';
@@ -15,6 +16,7 @@ export interface SweeperOptions {
   purgeGraceMs: number;
   /** True when this worker has free slots: only then does it redeliver stuck runs. */
   idle: () => boolean;
+  metrics?: Metrics | undefined;
   /** 2025-11-25 sessions: idle expiry and the stream log's retention; swept once a minute at most. */
   sessions?: { idleTtlMs: number; eventRetentionMs: number };
 }
@@ -44,6 +46,7 @@ export function createSweeper({
   batchSize,
   purgeGraceMs,
   idle,
+  metrics,
   sessions = { idleTtlMs: 3_600_000, eventRetentionMs: 900_000 },
 }: SweeperOptions) {
   let sessionsSweptAt = 0;
@@ -61,9 +64,11 @@ export function createSweeper({
       return ids.length;
     });
   const sweep = async () => {
-    const reclaimed =
-      (await drain(requeue(reclaimExpiredLeases), batchSize)) +
-      (idle() ? await drain(requeue(redeliverStuckRuns), batchSize) : 0);
+    const takenOver = await drain(requeue(reclaimExpiredLeases), batchSize);
+    metrics?.leaseTakeovers.inc(takenOver);
+    const redelivered = idle() ? await drain(requeue(redeliverStuckRuns), batchSize) : 0;
+    metrics?.redeliveries.inc(redelivered);
+    const reclaimed = takenOver + redelivered;
     const expired = await drain(async () => (await expireTasks(db, batchSize)).length, batchSize);
     const purged = await drain(() => purgeTasks(db, batchSize, purgeGraceMs), batchSize);
     if (reclaimed + expired + purged > 0) log.info('sweep', { reclaimed, expired, purged });

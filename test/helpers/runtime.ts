@@ -28,6 +28,8 @@ export const FAST_ENV: Record<string, string> = {
   TASK_RETRY_DELAY_SECONDS: '0',
   WORKER_CONCURRENCY: '4',
   SHUTDOWN_GRACE_MS: '2000',
+  // Store gauges read fresh on every scrape.
+  METRICS_STORE_CACHE_MS: '0',
 };
 
 /** A real process runtime (HTTP on a real socket, pg-boss, workers) against a test database. */

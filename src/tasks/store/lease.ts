@@ -34,6 +34,7 @@ export interface ClaimedTask {
   attempt: number;
   /** Handler crashes before this attempt. */
   failures: number;
+  createdAt: Date;
 }
 
 /**
@@ -67,6 +68,7 @@ export async function claimTask(
       'client_capabilities',
       'attempt',
       'failures',
+      'created_at',
     ])
     .executeTakeFirst();
   if (row === undefined) return undefined;
@@ -79,6 +81,7 @@ export async function claimTask(
     clientCapabilities: row.client_capabilities as ClientCapabilities,
     attempt: row.attempt,
     failures: row.failures,
+    createdAt: row.created_at,
   };
 }
 

@@ -1,0 +1,187 @@
+// Prometheus metrics of one process (prom-client). Names follow the conventions: a `durable_mcp_` prefix,
+// base units (`_seconds`), `_total` for counters, and low-cardinality labels only: a method the server
+// serves, a registered tool, a status, an error code. Never a task id or a principal.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+const PREFIX = 'durable_mcp_';
+/** From a fast poll to an hours-long data job. */
+const TASK_SECONDS = [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 14_400];
+const REQUEST_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** What a collector reads on scrape (cluster-wide numbers, cached by its owner). */
+export interface StoreStats {
+  tasksByStatus: Record<string, number>;
+  runsWaiting: number;
+  oldestWaitingRunSeconds: number;
+  expiredNotSwept: number;
+}
+
+/** A pg pool's counts, as node-postgres keeps them. */
+export interface PoolCounts {
+  totalCount: number;
+  idleCount: number;
+  waitingCount: number;
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly requests = new Counter({
+    name: `${PREFIX}requests_total`,
+    help: 'MCP requests answered, by method and outcome ("ok" or the JSON-RPC error code).',
+    labelNames: ['method', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly requestDuration = new Histogram({
+    name: `${PREFIX}request_duration_seconds`,
+    help: 'Time to answer an MCP request, by method (a stream: until its final message).',
+    labelNames: ['method'] as const,
+    buckets: REQUEST_SECONDS,
+    registers: [this.registry],
+  });
+  readonly openStreams = new Gauge({
+    name: `${PREFIX}open_subscription_streams`,
+    help: 'subscriptions/listen streams open on this process.',
+    registers: [this.registry],
+  });
+  readonly tasksCreated = new Counter({
+    name: `${PREFIX}tasks_created_total`,
+    help: 'Tasks created (tools/call answered with a task), by tool.',
+    labelNames: ['tool'] as const,
+    registers: [this.registry],
+  });
+  readonly tasksFinished = new Counter({
+    name: `${PREFIX}tasks_finished_total`,
+    help: 'Tasks a worker of this process brought to a terminal status, by tool and status.',
+    labelNames: ['tool', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly runDuration = new Histogram({
+    name: `${PREFIX}task_run_duration_seconds`,
+    help: 'Time a worker ran a task leg (claim to settle), by tool and how the leg ended.',
+    labelNames: ['tool', 'outcome'] as const,
+    buckets: TASK_SECONDS,
+    registers: [this.registry],
+  });
+  readonly timeToStart = new Histogram({
+    name: `${PREFIX}task_time_to_start_seconds`,
+    help: "Time from a task's creation to its first claim by a worker, by tool.",
+    labelNames: ['tool'] as const,
+    buckets: TASK_SECONDS,
+    registers: [this.registry],
+  });
+  readonly resumedLegs = new Counter({
+    name: `${PREFIX}task_resumed_legs_total`,
+    help: 'Legs that continue a task an earlier attempt started (after input, a crash, a lease takeover or a redelivery), by tool.',
+    labelNames: ['tool'] as const,
+    registers: [this.registry],
+  });
+  readonly crashRetries = new Counter({
+    name: `${PREFIX}task_crash_retries_total`,
+    help: 'Handler crashes handed back for a retry, by tool.',
+    labelNames: ['tool'] as const,
+    registers: [this.registry],
+  });
+  readonly leasesLost = new Counter({
+    name: `${PREFIX}task_leases_lost_total`,
+    help: 'Running attempts stopped because another attempt took the task over, by tool.',
+    labelNames: ['tool'] as const,
+    registers: [this.registry],
+  });
+  readonly leaseTakeovers = new Counter({
+    name: `${PREFIX}task_lease_takeovers_total`,
+    help: 'Tasks whose lease lapsed (a dead or stuck worker), re-enqueued by the sweeper of this process.',
+    registers: [this.registry],
+  });
+  readonly redeliveries = new Counter({
+    name: `${PREFIX}queue_redeliveries_total`,
+    help: 'Queued runs a worker fetched but never claimed (it died), redelivered by the sweeper of this process.',
+    registers: [this.registry],
+  });
+  readonly cancelsDelivered = new Counter({
+    name: `${PREFIX}task_cancels_delivered_total`,
+    help: 'Cancel requests that reached a running handler (its signal fired), by tool.',
+    labelNames: ['tool'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(opts: { defaultMetrics?: boolean } = {}) {
+    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Cluster-wide gauges read from the store at scrape time (`read` caches; at most one query per scrape). */
+  addStoreStats(read: () => Promise<StoreStats | undefined>): void {
+    let last: Promise<StoreStats | undefined> | undefined;
+    // One read serves every gauge of a scrape: the first gauge's collect starts it, the others join.
+    const current = () => {
+      last ??= read().finally(() => setTimeout(() => (last = undefined), 0));
+      return last;
+    };
+    new Gauge({
+      name: `${PREFIX}tasks`,
+      help: 'Tasks in the store, by status (cluster-wide).',
+      labelNames: ['status'] as const,
+      registers: [this.registry],
+      async collect() {
+        const stats = await current();
+        this.reset();
+        for (const [status, n] of Object.entries(stats?.tasksByStatus ?? {})) this.set({ status }, n);
+      },
+    });
+    const gauge = (name: string, help: string, pick: (s: StoreStats) => number) =>
+      new Gauge({
+        name: `${PREFIX}${name}`,
+        help,
+        registers: [this.registry],
+        async collect() {
+          const stats = await current();
+          if (stats !== undefined) this.set(pick(stats));
+        },
+      });
+    gauge(
+      'queue_runs_waiting',
+      'Task runs queued and due, not yet fetched by a worker (cluster-wide).',
+      (s) => s.runsWaiting,
+    );
+    gauge(
+      'queue_oldest_waiting_run_age_seconds',
+      'Age of the oldest due run still waiting for a worker; 0 when none waits (cluster-wide).',
+      (s) => s.oldestWaitingRunSeconds,
+    );
+    gauge(
+      'tasks_expired_not_swept',
+      'Active tasks past their TTL that no sweep has expired yet (cluster-wide).',
+      (s) => s.expiredNotSwept,
+    );
+  }
+
+  /** Connections of a pg pool, labelled by its role in the process. */
+  addPool(pool: string, counts: PoolCounts): void {
+    const existing = this.registry.getSingleMetric(`${PREFIX}db_pool_connections`) as
+      Gauge<'pool' | 'state'> | undefined;
+    const pools = existing === undefined ? new Map<string, PoolCounts>() : POOLS.get(existing)!;
+    pools.set(pool, counts);
+    if (existing !== undefined) return;
+    const g = new Gauge({
+      name: `${PREFIX}db_pool_connections`,
+      help: 'Connections of a Postgres pool of this process, by pool and state (total, idle, waiting clients).',
+      labelNames: ['pool', 'state'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const [name, c] of pools) {
+          this.set({ pool: name, state: 'total' }, c.totalCount);
+          this.set({ pool: name, state: 'idle' }, c.idleCount);
+          this.set({ pool: name, state: 'waiting' }, c.waitingCount);
+        }
+      },
+    });
+    POOLS.set(g, pools);
+  }
+
+  /** The text exposition format. */
+  async exposition(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
+
+const POOLS = new WeakMap<object, Map<string, PoolCounts>>();
