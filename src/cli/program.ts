@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { describeSettings } from '../config.ts';
 import { PACKAGE_VERSION } from '../version.ts';
 import { addCallCommand } from './call.ts';
+import { addTasksCommand } from './tasks.ts';
 import { migrate, serve, type ServeOptions } from './serve.ts';
 
 export const BIN = 'durable-mcp-tasks';
@@ -73,6 +74,7 @@ export function buildProgram(): Command {
       .action(() => migrate()),
   );
   addCallCommand(program);
+  addTasksCommand(program);
   return program;
 }
 

@@ -1,0 +1,245 @@
+// `durable-mcp-tasks tasks list|show|cancel|purge`: the operator's view of every principal's tasks, straight
+// from Postgres (DATABASE_URL). Tables for people, --json for scripts.
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { createDb, type Db } from '../db/database.ts';
+import { TaskNotFoundError } from '../tasks/errors.ts';
+import { TASK_STATUSES } from '../tasks/status.ts';
+import {
+  adminCancelTask,
+  adminGetTask,
+  adminListTasks,
+  adminPurgeTasks,
+  type AdminTask,
+} from '../tasks/store/admin.ts';
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `90s`, `15m`, `2h`, `7d` (or plain milliseconds) in milliseconds. */
+export function parseDuration(value: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(value.trim());
+  if (m === null) throw new InvalidArgumentError('a duration such as 90s, 15m, 2h or 7d');
+  return Math.round(Number(m[1]) * UNITS[m[2] ?? 'ms']!);
+}
+
+function parseStatuses(value: string): string[] {
+  const statuses = value.split(',').map((s) => s.trim());
+  const bad = statuses.find((s) => !(TASK_STATUSES as readonly string[]).includes(s));
+  if (bad !== undefined) throw new InvalidArgumentError(`one or more of ${TASK_STATUSES.join(', ')}`);
+  return statuses;
+}
+
+function age(from: Date, now = Date.now()): string {
+  const s = Math.max(0, Math.round((now - from.getTime()) / 1000));
+  if (s < 120) return `${s}s`;
+  if (s < 7200) return `${Math.round(s / 60)}m`;
+  if (s < 172_800) return `${Math.round(s / 3600)}h`;
+  return `${Math.round(s / 86_400)}d`;
+}
+
+/** Columns padded to their widest cell; the last column is not padded. */
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  return `${[line(header), ...rows.map(line)].join('\n')}\n`;
+}
+
+async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
+  const url = process.env.DATABASE_URL;
+  if (url === undefined || url === '') {
+    throw new Error('tasks needs DATABASE_URL: the Postgres the server and workers use');
+  }
+  const { db } = createDb({ connectionString: url, max: 2, applicationName: 'durable-mcp-tasks:cli' });
+  try {
+    return await fn(db);
+  } finally {
+    await db.destroy();
+  }
+}
+
+const print = (text: string): void => void process.stdout.write(text);
+const json = (value: unknown): void => print(`${JSON.stringify(value, null, 2)}\n`);
+
+function listRows(tasks: AdminTask[]): string {
+  const now = Date.now();
+  return table(
+    ['TASK', 'STATUS', 'TOOL', 'PRINCIPAL', 'AGE', 'UPDATED', 'ATTEMPT', 'MESSAGE'],
+    tasks.map((t) => [
+      t.taskId,
+      t.status,
+      t.toolName,
+      t.principal,
+      age(t.createdAt, now),
+      age(t.lastUpdatedAt, now),
+      String(t.attempt),
+      (t.statusMessage ?? '').slice(0, 60),
+    ]),
+  );
+}
+
+interface ListOptions {
+  status?: string[];
+  tool?: string;
+  principal?: string;
+  olderThan?: number;
+  newerThan?: number;
+  limit: number;
+  json?: boolean;
+}
+
+export function addTasksCommand(program: Command): void {
+  const tasks = new Command('tasks')
+    .description("operate on every principal's tasks in Postgres (DATABASE_URL): list, show, cancel, purge")
+    .addHelpText(
+      'after',
+      '\nReads DATABASE_URL. Exit status: 0 done, 1 no such task or a database error, 2 usage.\n',
+    );
+
+  tasks
+    .command('list')
+    .description('tasks, newest first')
+    .addOption(new Option('--status <list>', 'comma-separated statuses').argParser(parseStatuses))
+    .addOption(new Option('--tool <name>', 'only this tool'))
+    .addOption(new Option('--principal <name>', 'only this principal'))
+    .addOption(
+      new Option('--older-than <duration>', 'created at least this long ago (90s, 15m, 2h, 7d)').argParser(
+        parseDuration,
+      ),
+    )
+    .addOption(
+      new Option('--newer-than <duration>', 'created at most this long ago').argParser(parseDuration),
+    )
+    .addOption(
+      new Option('--limit <n>', 'at most this many (1-1000)').default(50).argParser((v) => {
+        const n = Number(v);
+        if (!Number.isInteger(n) || n < 1 || n > 1000) throw new InvalidArgumentError('1 to 1000');
+        return n;
+      }),
+    )
+    .option('--json', 'print JSON')
+    .action(async (opts: ListOptions) => {
+      const list = await withDb((db) =>
+        adminListTasks(db, {
+          status: opts.status,
+          tool: opts.tool,
+          principal: opts.principal,
+          olderThanMs: opts.olderThan,
+          newerThanMs: opts.newerThan,
+          limit: opts.limit,
+        }),
+      );
+      if (opts.json === true) json(list);
+      else print(list.length === 0 ? 'no tasks\n' : listRows(list));
+    });
+
+  tasks
+    .command('show <taskId>')
+    .description(
+      'one task: status, owner, attempts, lease, durable steps, input requests (not their answers)',
+    )
+    .option('--json', 'print JSON')
+    .action(async (taskId: string, opts: { json?: boolean }) => {
+      const history = await withDb((db) => adminGetTask(db, taskId));
+      if (history === undefined) throw new Error(`no task ${taskId}`);
+      if (opts.json === true) return json(history);
+      const t = history.task;
+      const rows: [string, string][] = [
+        ['task', t.taskId],
+        ['status', t.status],
+        ['message', t.statusMessage ?? ''],
+        ['tool', t.toolName],
+        ['principal', t.principal],
+        ['created', t.createdAt.toISOString()],
+        ['updated', t.lastUpdatedAt.toISOString()],
+        ['expires', t.expiresAt?.toISOString() ?? 'never'],
+        ['attempt', `${t.attempt} (${t.failures} crashed)`],
+        [
+          'lease',
+          t.leasedBy === null ? 'none' : `${t.leasedBy} until ${t.leaseExpiresAt?.toISOString() ?? '?'}`,
+        ],
+        ['cancel requested', t.cancelRequestedAt?.toISOString() ?? 'no'],
+      ];
+      if (t.error !== null) rows.push(['error', JSON.stringify(t.error)]);
+      if (t.result !== null) rows.push(['result', JSON.stringify(t.result).slice(0, 500)]);
+      print(rows.map(([k, v]) => `${`${k}:`.padEnd(18)}${v}\n`).join(''));
+      print(
+        `\nsteps (${history.steps.length})\n` +
+          (history.steps.length === 0
+            ? ''
+            : table(
+                ['AT', 'ATTEMPT', 'STEP'],
+                history.steps.map((s) => [s.at.toISOString(), String(s.attempt), s.name]),
+              )),
+      );
+      print(
+        `\ninput requests (${history.inputRequests.length})\n` +
+          (history.inputRequests.length === 0
+            ? ''
+            : table(
+                ['ASKED', 'KEY', 'METHOD', 'ANSWERED'],
+                history.inputRequests.map((i) => [
+                  i.askedAt.toISOString(),
+                  i.key,
+                  i.method,
+                  i.answeredAt?.toISOString() ?? 'no',
+                ]),
+              )),
+      );
+    });
+
+  tasks
+    .command('cancel <taskId>')
+    .description(
+      "cancel as tasks/cancel does: at once when no worker holds it, else the handler's signal fires",
+    )
+    .option('--json', 'print JSON')
+    .action(async (taskId: string, opts: { json?: boolean }) => {
+      const outcome = await withDb((db) => adminCancelTask(db, taskId)).catch((err: unknown) => {
+        throw err instanceof TaskNotFoundError ? new Error(`no task ${taskId}`) : err;
+      });
+      if (opts.json === true) return json({ taskId, ...outcome });
+      print(
+        outcome.cancelledNow
+          ? `${taskId}: cancelled\n`
+          : outcome.status === 'working'
+            ? `${taskId}: cancel requested; the worker running it stops at its next check\n`
+            : `${taskId}: already ${outcome.status}\n`,
+      );
+    });
+
+  tasks
+    .command('purge')
+    .description(
+      'delete finished tasks (completed, failed, cancelled) not updated for a while; never active ones',
+    )
+    .addOption(
+      new Option('--older-than <duration>', 'last updated at least this long ago (90s, 15m, 2h, 7d)')
+        .argParser(parseDuration)
+        .makeOptionMandatory(),
+    )
+    .addOption(new Option('--status <list>', 'only these finished statuses').argParser(parseStatuses))
+    .option('--dry-run', 'count, delete nothing')
+    .option('--json', 'print JSON')
+    .action(async (opts: { olderThan: number; status?: string[]; dryRun?: boolean; json?: boolean }) => {
+      const n = await withDb((db) =>
+        adminPurgeTasks(db, {
+          olderThanMs: opts.olderThan,
+          ...(opts.status === undefined ? {} : { status: opts.status }),
+          dryRun: opts.dryRun === true,
+        }),
+      );
+      if (opts.json === true) return json({ [opts.dryRun === true ? 'wouldDelete' : 'deleted']: n });
+      print(opts.dryRun === true ? `would delete ${n} tasks\n` : `deleted ${n} tasks\n`);
+    });
+
+  // Usage errors exit 2, like `call`.
+  for (const cmd of [tasks, ...tasks.commands]) {
+    cmd.exitOverride((err) => {
+      process.exit(err.code === 'commander.helpDisplayed' || err.code === 'commander.help' ? 0 : 2);
+    });
+  }
+  program.addCommand(tasks);
+}

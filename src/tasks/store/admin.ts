@@ -1,0 +1,208 @@
+// The operator's view of the store: every principal's tasks, filtered; one task with its history; cancel
+// through the same store path as tasks/cancel; purge of finished tasks. For the operator CLI (and the
+// dashboard), never for MCP clients: nothing here is scoped by principal.
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../db/database.ts';
+import { TaskNotFoundError } from '../errors.ts';
+import { ACTIVE_STATUSES, TERMINAL_STATUSES } from '../status.ts';
+import { requestCancel } from './cancel.ts';
+import { TASK_VIEW_COLUMNS, toTaskView, type TaskView } from './view.ts';
+
+export interface AdminTask extends TaskView {
+  principal: string;
+  toolName: string;
+  attempt: number;
+  failures: number;
+  leasedBy: string | null;
+  leaseExpiresAt: Date | null;
+  cancelRequestedAt: Date | null;
+  expiresAt: Date | null;
+}
+
+export interface AdminTaskFilter {
+  status?: readonly string[] | undefined;
+  tool?: string | undefined;
+  principal?: string | undefined;
+  /** Only tasks created at least this long ago. */
+  olderThanMs?: number | undefined;
+  /** Only tasks created at most this long ago. */
+  newerThanMs?: number | undefined;
+  limit?: number | undefined;
+}
+
+const ADMIN_COLUMNS = [
+  ...TASK_VIEW_COLUMNS,
+  'principal',
+  'tool_name',
+  'attempt',
+  'failures',
+  'leased_by',
+  'lease_expires_at',
+  'cancel_requested_at',
+  'expires_at',
+] as const;
+
+type AdminRow = Parameters<typeof toTaskView>[0] & {
+  principal: string;
+  tool_name: string;
+  attempt: number;
+  failures: number;
+  leased_by: string | null;
+  lease_expires_at: Date | null;
+  cancel_requested_at: Date | null;
+  expires_at: Date | null;
+};
+
+function toAdminTask(row: AdminRow): AdminTask {
+  return {
+    ...toTaskView(row),
+    principal: row.principal,
+    toolName: row.tool_name,
+    attempt: row.attempt,
+    failures: row.failures,
+    leasedBy: row.leased_by,
+    leaseExpiresAt: row.lease_expires_at,
+    cancelRequestedAt: row.cancel_requested_at,
+    expiresAt: row.expires_at,
+  };
+}
+
+/** Tasks of every principal, newest first. */
+export async function adminListTasks(
+  db: Kysely<Database>,
+  filter: AdminTaskFilter = {},
+): Promise<AdminTask[]> {
+  let query = db
+    .selectFrom('tasks')
+    .select(ADMIN_COLUMNS)
+    .orderBy('created_at', 'desc')
+    .orderBy('task_id', 'desc')
+    .limit(Math.min(Math.max(filter.limit ?? 50, 1), 1000));
+  if (filter.status !== undefined && filter.status.length > 0)
+    query = query.where('status', 'in', filter.status);
+  if (filter.tool !== undefined) query = query.where('tool_name', '=', filter.tool);
+  if (filter.principal !== undefined) query = query.where('principal', '=', filter.principal);
+  if (filter.olderThanMs !== undefined)
+    query = query.where(
+      'created_at',
+      '<=',
+      sql<Date>`now() - ${filter.olderThanMs} * interval '1 millisecond'`,
+    );
+  if (filter.newerThanMs !== undefined)
+    query = query.where(
+      'created_at',
+      '>=',
+      sql<Date>`now() - ${filter.newerThanMs} * interval '1 millisecond'`,
+    );
+  const rows = await query.execute();
+  return rows.map((r) => toAdminTask(r as AdminRow));
+}
+
+function methodOf(request: unknown): string {
+  const method = (request as { method?: unknown } | null)?.method;
+  return typeof method === 'string' ? method : 'unknown';
+}
+
+export interface TaskHistory {
+  task: AdminTask;
+  /** Durable steps in the order they completed. */
+  steps: { name: string; attempt: number; at: Date }[];
+  /** Input requests: whether and when each was answered, never the answer. */
+  inputRequests: { key: string; method: string; askedAt: Date; answeredAt: Date | null }[];
+}
+
+/** One task with its durable steps and input requests; undefined when there is no such task. */
+export async function adminGetTask(db: Kysely<Database>, taskId: string): Promise<TaskHistory | undefined> {
+  const row = await db
+    .selectFrom('tasks')
+    .select(ADMIN_COLUMNS)
+    .where('task_id', '=', taskId)
+    .executeTakeFirst();
+  if (row === undefined) return undefined;
+  const [steps, inputs] = await Promise.all([
+    db
+      .selectFrom('task_steps')
+      .select(['name', 'attempt', 'created_at'])
+      .where('task_id', '=', taskId)
+      .orderBy('created_at')
+      .orderBy('name')
+      .execute(),
+    db
+      .selectFrom('task_input_requests')
+      .select(['key', 'request', 'created_at', 'answered_at'])
+      .where('task_id', '=', taskId)
+      .orderBy('created_at')
+      .orderBy('key')
+      .execute(),
+  ]);
+  return {
+    task: toAdminTask(row),
+    steps: steps.map((s) => ({ name: s.name, attempt: s.attempt, at: s.created_at })),
+    inputRequests: inputs.map((i) => ({
+      key: i.key,
+      method: methodOf(i.request),
+      askedAt: i.created_at,
+      answeredAt: i.answered_at,
+    })),
+  };
+}
+
+/**
+ * Cancels as the task's owner would with tasks/cancel (the same store function, in a transaction):
+ * at once when no worker holds it, otherwise the running handler sees the flag. Returns the status after.
+ */
+export async function adminCancelTask(
+  db: Kysely<Database>,
+  taskId: string,
+): Promise<{ status: string; cancelledNow: boolean }> {
+  return db.transaction().execute(async (trx) => {
+    const owner = await trx
+      .selectFrom('tasks')
+      .select('principal')
+      .where('task_id', '=', taskId)
+      .executeTakeFirst();
+    if (owner === undefined) throw new TaskNotFoundError(taskId);
+    const { cancelledNow } = await requestCancel(trx, taskId, owner.principal);
+    const after = await trx
+      .selectFrom('tasks')
+      .select('status')
+      .where('task_id', '=', taskId)
+      .executeTakeFirstOrThrow();
+    return { status: after.status, cancelledNow };
+  });
+}
+
+/**
+ * Deletes finished tasks (completed, failed, cancelled) last updated at least `olderThanMs` ago, with their
+ * steps and input requests. Active tasks are never touched. `dryRun` counts instead.
+ */
+export async function adminPurgeTasks(
+  db: Kysely<Database>,
+  {
+    olderThanMs,
+    status,
+    dryRun = false,
+  }: { olderThanMs: number; status?: readonly string[]; dryRun?: boolean },
+): Promise<number> {
+  const statuses = (status ?? TERMINAL_STATUSES).filter((s) =>
+    (TERMINAL_STATUSES as readonly string[]).includes(s),
+  );
+  if (statuses.length === 0) return 0;
+  const cutoff = sql<Date>`now() - ${olderThanMs} * interval '1 millisecond'`;
+  if (dryRun) {
+    const row = await db
+      .selectFrom('tasks')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('status', 'in', statuses)
+      .where('last_updated_at', '<=', cutoff)
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+  const deleted = await db
+    .deleteFrom('tasks')
+    .where('status', 'in', statuses)
+    .where('status', 'not in', ACTIVE_STATUSES)
+    .where('last_updated_at', '<=', cutoff)
+    .executeTakeFirst();
+  return Number(deleted.numDeletedRows);
+}

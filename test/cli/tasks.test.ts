@@ -1,0 +1,123 @@
+// `durable-mcp-tasks tasks list|show|cancel|purge`: the operator CLI as a child process against the
+// Postgres a real server and its workers use.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { useTestServer } from '../helpers/runtime.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+
+function cli(
+  args: string[],
+  databaseUrl: string | undefined,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const env = { ...process.env };
+  delete env.DATABASE_URL;
+  if (databaseUrl !== undefined) env.DATABASE_URL = databaseUrl;
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(ROOT, 'src/cli/main.ts'), 'tasks', ...args],
+    {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+describe('the operator CLI', () => {
+  const server = useTestServer();
+
+  // A dozen CLI processes, each a cold Node start with tsx: not quick on two cores.
+  it('lists, filters, shows, cancels and purges tasks of every principal', { timeout: 120_000 }, async () => {
+    const { mcp, tdb } = server;
+    const url = tdb.url;
+    const done = await mcp.callTool('analyze_numbers', { count: 1000 });
+    const asking = await mcp.callTool('confirm_action', { action: 'operate' });
+    const slow = await mcp.callTool('analyze_numbers', { count: 1_000_000, delayMsPerChunk: 10_000 });
+    await mcp.waitForTask(done.taskId as string);
+    await mcp.waitForTask(asking.taskId as string, (t) => t.status === 'input_required');
+
+    // list: a table for people, JSON for scripts, filters.
+    const table = await cli(['list'], url);
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout.split('\n')[0]).toMatch(
+      /^TASK\s+STATUS\s+TOOL\s+PRINCIPAL\s+AGE\s+UPDATED\s+ATTEMPT\s+MESSAGE$/,
+    );
+    for (const t of [done, asking, slow]) expect(table.stdout).toContain(t.taskId as string);
+    const waiting = JSON.parse((await cli(['list', '--status', 'input_required', '--json'], url)).stdout) as {
+      taskId: string;
+      toolName: string;
+      principal: string;
+    }[];
+    expect(waiting.map((t) => t.taskId)).toEqual([asking.taskId]);
+    expect(waiting[0]).toMatchObject({ toolName: 'confirm_action', principal: 'local' });
+    const byTool = JSON.parse(
+      (await cli(['list', '--tool', 'analyze_numbers', '--json'], url)).stdout,
+    ) as unknown[];
+    expect(byTool).toHaveLength(2);
+    const old = JSON.parse((await cli(['list', '--older-than', '1h', '--json'], url)).stdout) as unknown[];
+    expect(old).toHaveLength(0);
+
+    // show: the history, without the answers' content.
+    const shown = await cli(['show', asking.taskId as string], url);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(/status:\s+input_required/);
+    expect(shown.stdout).toMatch(
+      /input requests \(1\)\nASKED\s+KEY\s+METHOD\s+ANSWERED\n\S+\s+confirm\s+elicitation\/create\s+no/,
+    );
+    const doneShown = JSON.parse((await cli(['show', done.taskId as string, '--json'], url)).stdout) as {
+      task: { status: string; attempt: number };
+      steps: unknown[];
+    };
+    expect(doneShown.task).toMatchObject({ status: 'completed', attempt: 1 });
+    expect(doneShown.steps.length).toBeGreaterThan(0);
+
+    // cancel: the running one through the handler's signal, the waiting one at once.
+    const cancelRunning = await cli(['cancel', slow.taskId as string], url);
+    expect(cancelRunning.stdout).toMatch(/cancel requested|cancelled/);
+    expect((await mcp.waitForTask(slow.taskId as string)).status).toBe('cancelled');
+    expect((await cli(['cancel', asking.taskId as string], url)).stdout).toBe(
+      `${asking.taskId as string}: cancelled\n`,
+    );
+    expect((await cli(['cancel', done.taskId as string], url)).stdout).toBe(
+      `${done.taskId as string}: already completed\n`,
+    );
+
+    // purge: only finished tasks, only old enough ones.
+    expect(JSON.parse((await cli(['purge', '--older-than', '1h', '--json'], url)).stdout)).toEqual({
+      deleted: 0,
+    });
+    await sql`update tasks set last_updated_at = now() - interval '2 hours' where task_id = ${done.taskId as string}`.execute(
+      tdb.db,
+    );
+    const dry = await cli(['purge', '--older-than', '1h', '--dry-run'], url);
+    expect(dry.stdout).toBe('would delete 1 tasks\n');
+    expect((await cli(['purge', '--older-than', '1h'], url)).stdout).toBe('deleted 1 tasks\n');
+    expect((await mcp.error('tasks/get', { taskId: done.taskId })).code).toBeDefined();
+    const left = JSON.parse((await cli(['list', '--json'], url)).stdout) as { taskId: string }[];
+    expect(left.map((t) => t.taskId).sort()).toEqual([asking.taskId, slow.taskId].sort());
+  });
+
+  it('explains what is missing or wrong', { timeout: 60_000 }, async () => {
+    const noDb = await cli(['list'], undefined);
+    expect(noDb.code).toBe(1);
+    expect(noDb.stderr).toContain('tasks needs DATABASE_URL');
+    const unknown = await cli(['show', 'no-such-task'], server.tdb.url);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('no task no-such-task');
+    expect((await cli(['cancel', 'no-such-task'], server.tdb.url)).stderr).toContain('no task no-such-task');
+    const badStatus = await cli(['list', '--status', 'running'], server.tdb.url);
+    expect(badStatus.code).toBe(2);
+    expect(badStatus.stderr).toContain('working, input_required, completed, failed, cancelled');
+    const noCutoff = await cli(['purge'], server.tdb.url);
+    expect(noCutoff.code).toBe(2);
+    expect(noCutoff.stderr).toContain('--older-than');
+  });
+});
