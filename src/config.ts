@@ -196,6 +196,10 @@ const ConfigSchema = z.object({
   SESSION_EVENT_RETENTION_MS: intFromEnv(900_000, 1_000).describe(
     "How long a session's stream events stay resumable with Last-Event-ID.",
   ),
+  LOG_FORMAT: z
+    .enum(['auto', 'json', 'pretty'])
+    .default('auto')
+    .describe('json lines, pretty (pino-pretty), or auto: pretty when stderr is a terminal, json otherwise.'),
   LOG_LEVEL: z
     .enum(['debug', 'info', 'warn', 'error', 'silent'])
     .default('info')

@@ -1,14 +1,20 @@
+import pino, { type DestinationStream, type Logger as PinoLogger } from 'pino';
+
 /** Fields that tie a log line to the request, task or job it is about. */
 export interface LogScope {
   requestId?: string | number;
+  method?: string;
   taskId?: string;
+  tool?: string;
+  attempt?: number;
   jobId?: string;
   worker?: string;
+  traceId?: string;
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
-
-const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
+/** `json` lines; `pretty` (pino-pretty, for a terminal); `auto`: pretty when stderr is a terminal. */
+export type LogFormat = 'json' | 'pretty' | 'auto';
 
 export interface Logger {
   debug(msg: string, extra?: Record<string, unknown>): void;
@@ -18,22 +24,83 @@ export interface Logger {
   scope(scope: LogScope): Logger;
 }
 
-/** A JSON-lines logger on stderr; scopes are merged into every line. */
-export function createLogger(level: LogLevel = 'info', scope: LogScope = {}): Logger {
-  const min = RANK[level];
-  const write = (lvl: Exclude<LogLevel, 'silent'>, msg: string, extra?: Record<string, unknown>) => {
-    if (RANK[lvl] < min) return;
-    process.stderr.write(
-      JSON.stringify({ t: new Date().toISOString(), level: lvl, msg, ...scope, ...extra }) + '\n',
-    );
+/**
+ * Never written, wherever they appear in a line: credentials, the answers a user gave a task (they may
+ * hold anything), sealed request state.
+ */
+export const REDACTED_PATHS = [
+  'authorization',
+  'token',
+  'password',
+  'secret',
+  'inputResponses',
+  'requestState',
+  'headers.authorization',
+  '*.authorization',
+  '*.token',
+  '*.password',
+  '*.secret',
+  '*.inputResponses',
+  '*.requestState',
+  '*.headers.authorization',
+];
+
+export interface LoggerOptions {
+  format?: LogFormat;
+  /** Where JSON lines go (default: stderr, written synchronously so that a crash loses nothing). */
+  destination?: DestinationStream;
+}
+
+function pinoFor(level: LogLevel, { format = 'json', destination }: LoggerOptions): PinoLogger {
+  const pretty =
+    format === 'pretty' || (format === 'auto' && process.stderr.isTTY && destination === undefined);
+  const options = {
+    level,
+    base: undefined,
+    messageKey: 'msg',
+    timestamp: () => `,"t":"${new Date().toISOString()}"`,
+    formatters: { level: (label: string) => ({ level: label }) },
+    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
   };
+  if (pretty) {
+    return pino({
+      ...options,
+      transport: {
+        target: 'pino-pretty',
+        options: {
+          destination: 2,
+          colorize: process.stderr.isTTY,
+          messageKey: 'msg',
+          timestampKey: 't',
+          translateTime: 'SYS:HH:MM:ss.l',
+        },
+      },
+    });
+  }
+  return pino(options, destination ?? pino.destination({ dest: 2, sync: true }));
+}
+
+function wrap(p: PinoLogger): Logger {
+  // The message goes first in the object, so a line reads {"level","t",<scope>,"msg",<extra>}.
+  const at = (lvl: 'debug' | 'info' | 'warn' | 'error') => (msg: string, extra?: Record<string, unknown>) =>
+    p[lvl]({ msg, ...extra });
   return {
-    debug: (m, e) => write('debug', m, e),
-    info: (m, e) => write('info', m, e),
-    warn: (m, e) => write('warn', m, e),
-    error: (m, e) => write('error', m, e),
-    scope: (s) => createLogger(level, { ...scope, ...s }),
+    debug: at('debug'),
+    info: at('info'),
+    warn: at('warn'),
+    error: at('error'),
+    scope: (s) => wrap(p.child(s)),
   };
+}
+
+/** A JSON-lines logger on stderr (pino); scopes are merged into every line. */
+export function createLogger(
+  level: LogLevel = 'info',
+  scope: LogScope = {},
+  opts: LoggerOptions = {},
+): Logger {
+  const root = pinoFor(level, opts);
+  return wrap(Object.keys(scope).length === 0 ? root : root.child(scope));
 }
 
 /** Normalizes a caught value once, so that logs and error paths see an Error. */

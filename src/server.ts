@@ -75,7 +75,7 @@ export function createServer(options: ServerOptions): DurableMcpServer {
     ...(options.port !== undefined && { PORT: options.port }),
     ...(options.host !== undefined && { HOST: options.host }),
   });
-  const log = options.logger ?? createLogger(settings.LOG_LEVEL);
+  const log = options.logger ?? createLogger(settings.LOG_LEVEL, {}, { format: settings.LOG_FORMAT });
   let runtime: Runtime | undefined;
   let starting: Promise<void> | undefined;
   const server: DurableMcpServer = {

@@ -30,7 +30,7 @@ async function toolsFor(opts: ServeOptions): Promise<ToolsModule> {
  */
 export async function serve(role: ServerRole, opts: ServeOptions): Promise<void> {
   const settings = settingsFor(opts);
-  const log = createLogger(settings.LOG_LEVEL);
+  const log = createLogger(settings.LOG_LEVEL, {}, { format: settings.LOG_FORMAT });
   const mod = await toolsFor(opts);
   const server = createServer({ ...mod, role, settings, logger: log });
   await server.start();
@@ -82,7 +82,7 @@ function stopWithParent(stop: () => void): void {
 /** `migrate`: our schema and pg-boss's, as the owner role, on a direct connection; grants DB_APP_ROLE when set. */
 export async function migrate(): Promise<void> {
   const settings = fromEnv();
-  const log = createLogger(settings.LOG_LEVEL);
+  const log = createLogger(settings.LOG_LEVEL, {}, { format: settings.LOG_FORMAT });
   const connectionString = settings.DATABASE_DIRECT_URL ?? settings.DATABASE_URL;
   if (connectionString === undefined) {
     throw new Error('migrate needs DATABASE_URL (`start` migrates its embedded Postgres by itself)');

@@ -85,7 +85,7 @@ export function mcpPost({
 
     const { id, method } = incoming.message;
     const params = incoming.message.params ?? {};
-    const reqLog = log.scope({ requestId: id });
+    const reqLog = log.scope({ requestId: id, method });
     const toError = (err: unknown) =>
       toProtocolError(err, (cause) =>
         reqLog.error('request failed', { method, error: String(cause), stack: (cause as Error).stack }),

@@ -76,7 +76,7 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
     return;
   }
   const { attempt, failures } = claimed;
-  const log = baseLog.scope({ taskId });
+  const log = baseLog.scope({ taskId, tool: claimed.toolName, attempt });
   const tool_ = { tool: claimed.toolName };
   const legStarted = performance.now();
   let legOutcome = 'settled';
