@@ -70,6 +70,13 @@ export class Metrics {
     buckets: TASK_SECONDS,
     registers: [this.registry],
   });
+  readonly inputWait = new Histogram({
+    name: `${PREFIX}task_input_wait_seconds`,
+    help: 'Time a task spent in input_required before the answers that resumed it (tasks/update), by tool.',
+    labelNames: ['tool'] as const,
+    buckets: TASK_SECONDS,
+    registers: [this.registry],
+  });
   readonly resumedLegs = new Counter({
     name: `${PREFIX}task_resumed_legs_total`,
     help: 'Legs that continue a task an earlier attempt started (after input, a crash, a lease takeover or a redelivery), by tool.',

@@ -6,7 +6,7 @@ import type { InputResponses } from '../core/wire.ts';
 import { newTaskId } from './ids.ts';
 import { cancelNow, requestCancel } from './store/cancel.ts';
 import { insertTask, type NewTask } from './store/create.ts';
-import { answerInputRequests } from './store/input.ts';
+import { answerInputRequests, type AnswerOutcome } from './store/input.ts';
 import { listTasks } from './store/list.ts';
 import { getTaskView, getTaskViews, ownedTaskIds } from './store/read.ts';
 import type { TaskView } from './store/view.ts';
@@ -59,11 +59,12 @@ export class TaskService {
   }
 
   /** Stores answers; when the last outstanding one arrives, the task resumes (same transaction). */
-  async answer(taskId: string, principal: string, responses: InputResponses): Promise<void> {
-    await this.#db.transaction().execute(async (trx) => {
+  async answer(taskId: string, principal: string, responses: InputResponses): Promise<AnswerOutcome> {
+    return this.#db.transaction().execute(async (trx) => {
       const outcome = await answerInputRequests(trx, taskId, principal, responses);
       if (outcome.resumed) await this.#queue.enqueueRun(trx, taskId);
       if (outcome.answered > 0) await this.#onChange(trx, taskId);
+      return outcome;
     });
   }
 

@@ -77,6 +77,22 @@ describe('metrics of a process serving HTTP and running workers', () => {
     ]);
   });
 
+  it('measures the time a task waited for input, once, when the answer resumes it', async () => {
+    const { mcp } = server;
+    const task = await mcp.callTool('confirm_action', { action: 'measure' });
+    await mcp.waitForTask(task.taskId as string, (t) => t.status === 'input_required');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await mcp.result('tasks/update', {
+      taskId: task.taskId,
+      inputResponses: { confirm: { action: 'accept', content: { confirm: true } } },
+    });
+    expect((await mcp.waitForTask(task.taskId as string)).status).toBe('completed');
+    const after = await scrape(origin(server.rt.url));
+    expect(sample(after, 'durable_mcp_task_input_wait_seconds', { tool: 'confirm_action' })).toBe(1);
+    const sum = /^durable_mcp_task_input_wait_seconds_sum\{tool="confirm_action"\} (\S+)$/m.exec(after.text);
+    expect(Number(sum?.[1])).toBeGreaterThanOrEqual(0.3);
+  });
+
   it('counts a cancel that reaches a running handler', async () => {
     const { mcp } = server;
     const task = await mcp.callTool('analyze_numbers', { count: 1_000_000, delayMsPerChunk: 300 });

@@ -237,7 +237,12 @@ describe('guarded transitions in Postgres', () => {
       resumed: false,
     });
     expect(Object.keys((await getTaskView(tdb.db, taskId, 'alice'))!.inputRequests!)).toEqual(['b']);
-    expect(await answer({ b: { action: 'decline' } })).toEqual({ answered: 1, resumed: true });
+    expect(await answer({ b: { action: 'decline' } })).toEqual({
+      answered: 1,
+      resumed: true,
+      // How long the request answered last had waited (metrics), and the task's tool.
+      waited: { seconds: expect.any(Number) as number, toolName: expect.any(String) as string },
+    });
     expect(await status(taskId)).toBe('working');
     const rows = await tdb.db
       .selectFrom('task_input_requests')

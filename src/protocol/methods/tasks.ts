@@ -40,7 +40,11 @@ export function tasksUpdate(deps: ServerDeps): MethodHandler {
     const { inputResponses } = UpdateTaskParamsSchema.parse(ctx.params);
     assertSize('inputResponses', inputResponses, deps.limits.maxInputResponsesBytes);
     assertStorable('inputResponses', inputResponses);
-    await deps.tasks.answer(taskId, ctx.principal, inputResponses);
+    const outcome = await deps.tasks.answer(taskId, ctx.principal, inputResponses);
+    // Committed: the wait that just ended counts once, on the instance that ended it.
+    if (outcome.waited !== undefined) {
+      deps.metrics?.inputWait.observe({ tool: outcome.waited.toolName }, outcome.waited.seconds);
+    }
     return { resultType: 'complete' };
   };
 }

@@ -9,6 +9,8 @@ export interface AnswerOutcome {
   answered: number;
   /** True when nothing is outstanding any more and the task went back to `working`. */
   resumed: boolean;
+  /** When resumed: how long the longest-waiting of the requests answered now had waited, and the tool. */
+  waited?: { seconds: number; toolName: string };
 }
 
 /**
@@ -23,7 +25,7 @@ export async function answerInputRequests(
 ): Promise<AnswerOutcome> {
   const task = await trx
     .selectFrom('tasks')
-    .select('status')
+    .select(['status', 'tool_name'])
     .where('task_id', '=', taskId)
     .where('principal', '=', principal)
     .forUpdate()
@@ -31,12 +33,12 @@ export async function answerInputRequests(
   if (task === undefined) throw new TaskNotFoundError(taskId);
   if (task.status !== 'input_required') return { answered: 0, resumed: false };
 
-  const answered = await sql<{ key: string }>`
+  const answered = await sql<{ key: string; waited: number }>`
     update task_input_requests r
        set response = e.value, answered_at = now()
       from jsonb_each(${JSON.stringify(responses)}::jsonb) e
      where r.task_id = ${taskId} and r.key = e.key and r.response is null
-    returning r.key`.execute(trx);
+    returning r.key, extract(epoch from now() - r.created_at)::float8 as waited`.execute(trx);
   const count = answered.rows.length;
   if (count === 0) return { answered: 0, resumed: false };
 
@@ -71,7 +73,9 @@ export async function answerInputRequests(
       .where('task_id', '=', taskId)
       .execute();
   }
-  return { answered: count, resumed: resumed !== undefined };
+  if (resumed === undefined) return { answered: count, resumed: false };
+  const seconds = Math.max(0, ...answered.rows.map((r) => Number(r.waited)));
+  return { answered: count, resumed: true, waited: { seconds, toolName: task.tool_name } };
 }
 
 /**
