@@ -183,7 +183,7 @@ describe('call, in a terminal (tmux)', () => {
       '--arg',
       'count=1000000',
       '--arg',
-      'delayMsPerChunk=400',
+      'delayMsPerChunk=2000',
     ]);
     const bar = await until('the progress bar', () =>
       /analyze_numbers {2}\[#+-+\] \d+% {2}chunk \d+\/10/.exec(t.screen()),

@@ -68,7 +68,7 @@ describe('draining', () => {
   const server = useTestServer();
 
   it('answers 503 on /readyz from SIGTERM on, while still serving MCP for DRAIN_DELAY_MS', async () => {
-    const rt = await startTestRuntime({ databaseUrl: server.tdb.url, env: { DRAIN_DELAY_MS: '1500' } });
+    const rt = await startTestRuntime({ databaseUrl: server.tdb.url, env: { DRAIN_DELAY_MS: '4000' } });
     const base = new URL('/', rt.url).href.slice(0, -1);
     expect((await probe(`${base}/readyz`)).status).toBe(200);
     const stopped = rt.stop();
