@@ -1,4 +1,4 @@
-import pino, { type DestinationStream, type Logger as PinoLogger } from 'pino';
+import pino, { type Logger as PinoLogger } from 'pino';
 
 /** Fields that tie a log line to the request, task or job it is about. */
 export interface LogScope {
@@ -47,8 +47,11 @@ export const REDACTED_PATHS = [
 
 export interface LoggerOptions {
   format?: LogFormat;
-  /** Where JSON lines go (default: stderr, written synchronously so that a crash loses nothing). */
-  destination?: DestinationStream;
+  /**
+   * Where JSON lines go (default: stderr, written synchronously so that a crash loses nothing). A plain
+   * structural type: the package's public declarations must not need pino's (or Node's) types.
+   */
+  destination?: { write(line: string): unknown };
 }
 
 function pinoFor(level: LogLevel, { format = 'json', destination }: LoggerOptions): PinoLogger {
