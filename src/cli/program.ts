@@ -19,7 +19,12 @@ export function environmentHelp(): string {
     const def = s.default === undefined ? '(unset)' : JSON.stringify(s.default);
     return `  ${s.name.padEnd(34)} default ${def}\n      ${s.description}`;
   });
-  return `\nEnvironment (flags win over it):\n${rows.join('\n')}\n`;
+  return (
+    `\nEnvironment (flags win over it):\n${rows.join('\n')}\n` +
+    `\nTracing (OpenTelemetry, off unless an exporter is set): the standard OTEL_* variables, e.g.\n` +
+    `  OTEL_EXPORTER_OTLP_ENDPOINT (OTLP/HTTP), OTEL_TRACES_EXPORTER (otlp|console|none), OTEL_SERVICE_NAME,\n` +
+    `  OTEL_TRACES_SAMPLER(_ARG), OTEL_BSP_SCHEDULE_DELAY; see docs/operations.md#tracing.\n`
+  );
 }
 
 function serveCommand(

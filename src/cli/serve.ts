@@ -3,6 +3,8 @@ import { coerceError, createLogger } from '../log.ts';
 import { createServer, fromEnv, type ServerRole, type Settings } from '../server.ts';
 import { SHIPPED_TOOLS } from '../tools/shipped/index.ts';
 import { loadToolsModule, type ToolsModule } from './load-tools.ts';
+import { startTracingFromEnv } from '../tracing-sdk.ts';
+import { PACKAGE_VERSION } from '../version.ts';
 
 export interface ServeOptions {
   tools?: string;
@@ -31,6 +33,11 @@ async function toolsFor(opts: ServeOptions): Promise<ToolsModule> {
 export async function serve(role: ServerRole, opts: ServeOptions): Promise<void> {
   const settings = settingsFor(opts);
   const log = createLogger(settings.LOG_LEVEL, {}, { format: settings.LOG_FORMAT });
+  const tracing = await startTracingFromEnv(process.env, log, {
+    serviceName: 'durable-mcp-tasks',
+    serviceVersion: PACKAGE_VERSION,
+    role,
+  });
   const mod = await toolsFor(opts);
   const server = createServer({ ...mod, role, settings, logger: log });
   await server.start();
@@ -47,6 +54,7 @@ export async function serve(role: ServerRole, opts: ServeOptions): Promise<void>
     log.info('shutting down', { signal });
     server
       .stop()
+      .then(() => tracing?.shutdown())
       .then(() => process.exit(0))
       .catch((err: unknown) => {
         log.error('shutdown failed', { error: coerceError(err).message });

@@ -29,6 +29,8 @@ export interface TasksTable {
   leased_by: string | null;
   lease_expires_at: NullableTimestamp;
   cancel_requested_at: NullableTimestamp;
+  /** W3C trace context of the creating request ({traceparent, tracestate?, baggage?}), or null. */
+  trace_context: ColumnType<unknown, string | null | undefined, string | null>;
 }
 
 export type TaskRow = Selectable<TasksTable>;

@@ -1,4 +1,5 @@
 import type { Logger } from '../log.ts';
+import type { TraceContext } from '../core/tracing.ts';
 import type { Notification } from '../core/wire.ts';
 import type { JsonObject, RequestId, RequestMeta } from '../core/wire.ts';
 
@@ -18,6 +19,8 @@ export interface RequestContext {
   /** Ends the response stream early where the transport can resume it (2025-11-25 SSE polling). */
   closeStream?: (() => void) | undefined;
   log: Logger;
+  /** The request's span (set by the dispatcher): a task created here stores it, so its runs join the trace. */
+  trace?: TraceContext | undefined;
   /** A request header by (case-insensitive) name, for checks that mirror body values (x-mcp-header). */
   header: (name: string) => string | undefined;
 }

@@ -9,7 +9,16 @@ import { tasksCancel, tasksGet, tasksUpdate } from './methods/tasks.ts';
 import { toolsCall } from './methods/tools-call.ts';
 import { toolsList } from './methods/tools-list.ts';
 import type { ServerDeps } from './server-deps.ts';
-import { META_SERVER_INFO } from '../core/wire.ts';
+import { META_PROTOCOL_VERSION, META_SERVER_INFO } from '../core/wire.ts';
+import {
+  carrierOf,
+  endSpan,
+  extractContext,
+  SpanKind,
+  startSpan,
+  traceIdOf,
+  withContext,
+} from '../core/tracing.ts';
 
 export type Dispatcher = {
   has(method: string): boolean;
@@ -52,20 +61,32 @@ export function createDispatcher(deps: ServerDeps, extra: Record<string, MethodH
       const started = performance.now();
       const listening = ctx.method === 'subscriptions/listen';
       if (listening) metrics?.openStreams.inc();
+      const span = requestSpan(ctx, (name) => deps.tools.has(name));
+      const traceId = traceIdOf(span.context);
+      const traced: RequestContext = {
+        ...ctx,
+        trace: span.context,
+        ...(traceId !== undefined && { log: ctx.log.scope({ traceId }) }),
+      };
       let outcome = 'ok';
       try {
-        const result = await handler(ctx);
+        const result = await withContext(span.context, () => handler(traced));
         if (
           ctx.method === 'tools/call' &&
           result.resultType === 'task' &&
           typeof ctx.params.name === 'string'
         ) {
           metrics?.tasksCreated.inc({ tool: ctx.params.name });
+          if (typeof result.taskId === 'string') span.span.setAttribute('durable_mcp.task.id', result.taskId);
         }
+        endSpan(span.span, result.isError === true ? { type: 'tool_error' } : undefined);
         const meta = (result._meta ?? {}) as Record<string, unknown>;
         return { ...result, _meta: { ...meta, [META_SERVER_INFO]: deps.serverInfo } };
       } catch (err) {
-        outcome = String(toProtocolError(err, () => {}).code);
+        const error = toProtocolError(err, () => {});
+        outcome = String(error.code);
+        span.span.setAttribute('rpc.response.status_code', outcome);
+        endSpan(span.span, { type: outcome, message: error.message });
         throw err;
       } finally {
         if (listening) metrics?.openStreams.dec();
@@ -74,4 +95,32 @@ export function createDispatcher(deps: ServerDeps, extra: Record<string, MethodH
       }
     },
   };
+}
+
+/**
+ * The server span of one request (OpenTelemetry's MCP conventions: `{mcp.method.name} {target}`), continued
+ * from the trace context in `_meta` or the HTTP headers. A no-op span unless a tracer provider is registered.
+ */
+function requestSpan(ctx: RequestContext, isTool: (name: string) => boolean) {
+  const meta = ctx.params._meta as Record<string, unknown> | undefined;
+  const parent = extractContext(carrierOf(meta, ctx.header));
+  // Only a registered tool's name: a client could mint any number of names, and span names must stay few.
+  const name = ctx.method === 'tools/call' ? ctx.params.name : undefined;
+  const tool = typeof name === 'string' && isTool(name) ? name : undefined;
+  const version = ctx.meta[META_PROTOCOL_VERSION];
+  return startSpan(
+    tool === undefined ? ctx.method : `${ctx.method} ${tool}`,
+    {
+      kind: SpanKind.SERVER,
+      attributes: {
+        'mcp.method.name': ctx.method,
+        'jsonrpc.request.id': String(ctx.id),
+        ...(typeof version === 'string' && { 'mcp.protocol.version': version }),
+        ...(ctx.sessionId !== undefined && { 'mcp.session.id': ctx.sessionId }),
+        ...(tool !== undefined && { 'gen_ai.tool.name': tool, 'gen_ai.operation.name': 'execute_tool' }),
+        ...(typeof ctx.params.taskId === 'string' && { 'durable_mcp.task.id': ctx.params.taskId }),
+      },
+    },
+    parent,
+  );
 }

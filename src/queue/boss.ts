@@ -50,6 +50,9 @@ export function createBoss({
     application_name: 'durable-mcp-tasks:pg-boss',
     options: sessionOptions(timeouts),
     connectionTimeoutMillis: connectTimeoutMs,
+    // Our spans cover the queue (the request that enqueues, each run leg, each step, one trace per task);
+    // pg-boss's own would add a root `receive` span for every poll of every worker, jobs or not.
+    openTelemetry: { enabled: false },
     // pg-boss hands its settings to pg.Pool: its clients, too, must survive a dropped connection.
     ...({ Client: GuardedClient } as object),
   });

@@ -14,6 +14,7 @@ import { finishAttempt, settleCancelRequest } from '../tasks/store/finish.ts';
 import { loadInputs } from '../tasks/store/input.ts';
 import { claimTask, LeaseLostError, releaseTask } from '../tasks/store/lease.ts';
 import { loadSteps } from '../tasks/store/steps.ts';
+import { endSpan, extractContext, SpanKind, startSpan, traceIdOf, withContext } from '../core/tracing.ts';
 import {
   createTaskRuntime,
   HandoffSignal,
@@ -76,7 +77,28 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
     return;
   }
   const { attempt, failures } = claimed;
-  const log = baseLog.scope({ taskId, tool: claimed.toolName, attempt });
+  // This leg's span continues the trace of the request that created the task, whichever process runs it.
+  const leg = startSpan(
+    `execute_tool ${claimed.toolName}`,
+    {
+      kind: SpanKind.CONSUMER,
+      attributes: {
+        'gen_ai.operation.name': 'execute_tool',
+        'gen_ai.tool.name': claimed.toolName,
+        'durable_mcp.task.id': taskId,
+        'durable_mcp.task.attempt': attempt,
+        'durable_mcp.worker.id': deps.workerId,
+      },
+    },
+    extractContext(claimed.traceContext),
+  );
+  const traceId = traceIdOf(leg.context);
+  const log = baseLog.scope({
+    taskId,
+    tool: claimed.toolName,
+    attempt,
+    ...(traceId !== undefined && { traceId }),
+  });
   const tool_ = { tool: claimed.toolName };
   const legStarted = performance.now();
   let legOutcome = 'settled';
@@ -146,6 +168,7 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
       steps,
       inputs,
       signal: abort.signal,
+      trace: leg.context,
       draining: deps.draining,
       events: deps.events,
       statusThrottleMs: deps.statusThrottleMs,
@@ -153,7 +176,7 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
     });
     let result: CallToolResult;
     try {
-      result = await tool.handler(args.data, createToolContext(runtime));
+      result = await withContext(leg.context, () => tool.handler(args.data, createToolContext(runtime)));
       await runtime.flush();
     } catch (thrown) {
       await runtime.flush();
@@ -192,6 +215,7 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
     async function settleThrown(thrown: unknown): Promise<void> {
       if (thrown instanceof TaskSuspendedSignal) {
         legOutcome = 'input_required';
+        leg.span.addEvent('input_required');
         return;
       }
       const reason: unknown = abort.signal.aborted ? abort.signal.reason : undefined;
@@ -258,8 +282,13 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
   } finally {
     if (deps.running.get(taskId)?.attempt === attempt) deps.running.delete(taskId);
     metrics?.runDuration.observe({ ...tool_, outcome: legOutcome }, (performance.now() - legStarted) / 1000);
+    leg.span.setAttribute('durable_mcp.leg.outcome', legOutcome);
+    endSpan(leg.span, LEG_ERRORS.has(legOutcome) ? { type: legOutcome } : undefined);
   }
 }
+
+/** Leg outcomes that end its span as an error (the rest are a task's normal course). */
+const LEG_ERRORS = new Set(['failed', 'crash_retry', 'infrastructure_retry', 'lease_lost', 'error']);
 
 function serializable(value: unknown): boolean {
   try {

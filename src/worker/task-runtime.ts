@@ -10,6 +10,7 @@ import { setStatusMessage } from '../tasks/store/finish.ts';
 import { suspendForInput } from '../tasks/store/input.ts';
 import type { ClaimedTask } from '../tasks/store/lease.ts';
 import { saveStep } from '../tasks/store/steps.ts';
+import { activeOr, inSpan, ROOT_CONTEXT, type TraceContext } from '../core/tracing.ts';
 
 /** Thrown by `input` once the task is parked in `input_required`: this leg of the job ends here. */
 export class TaskSuspendedSignal extends Error {
@@ -44,6 +45,8 @@ export interface TaskRuntimeOptions {
   steps: Map<string, unknown>;
   inputs: Map<string, { request: unknown; response: unknown }>;
   signal: AbortSignal;
+  /** The leg's span: each step's span is its child. */
+  trace?: TraceContext | undefined;
   /** True while the worker shuts down: no new step starts, the task is handed back instead. */
   draining?: () => boolean;
   events?: ServerEvents | undefined;
@@ -70,8 +73,16 @@ export function createTaskRuntime(opts: TaskRuntimeOptions): TaskRuntime {
       if (steps.has(name)) return steps.get(name) as T;
       signal.throwIfAborted();
       if (opts.draining?.() === true) throw new HandoffSignal();
-      const value = await fn();
-      const stored = await saveStep(db, task.taskId, task.attempt, name, value).catch(infra);
+      // Steps replayed from their checkpoints above take no time and get no span; a step that runs does.
+      const stored = await inSpan(
+        'step',
+        { attributes: { 'durable_mcp.step.name': name } },
+        activeOr(opts.trace ?? ROOT_CONTEXT),
+        async () => {
+          const value = await fn();
+          return saveStep(db, task.taskId, task.attempt, name, value).catch(infra);
+        },
+      );
       steps.set(name, stored);
       return stored as T;
     },

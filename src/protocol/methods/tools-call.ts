@@ -8,6 +8,7 @@ import type { ServerDeps } from '../server-deps.ts';
 import { CallToolParamsSchema, META_CLIENT_CAPABILITIES, type CallToolResult } from '../../core/wire.ts';
 import { validateParamHeaders } from './param-headers.ts';
 import { declaresTasks } from './tasks.ts';
+import { injectCarrier } from '../../core/tracing.ts';
 
 function toolError(text: string): MethodResult {
   return { resultType: 'complete', content: [{ type: 'text', text }], isError: true };
@@ -71,6 +72,7 @@ export function toolsCall(deps: ServerDeps): MethodHandler {
           ttlMs: tool.ttlMs === undefined ? deps.taskDefaults.ttlMs : tool.ttlMs,
           pollIntervalMs: tool.pollIntervalMs ?? deps.taskDefaults.pollIntervalMs,
           sessionId: ctx.sessionId,
+          traceContext: ctx.trace === undefined ? undefined : injectCarrier(ctx.trace),
         });
         return { resultType: 'task', ...toWireTask(view) };
       },

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import type { ClientCapabilities, JsonObject } from '../../core/wire.ts';
+import type { TraceCarrier } from '../../core/tracing.ts';
 import { claimDeadline } from './lease.ts';
 import { TASK_VIEW_COLUMNS, toTaskView, type TaskView } from './view.ts';
 
@@ -15,6 +16,8 @@ export interface NewTask {
   pollIntervalMs: number;
   /** The 2025-11-25 session creating the task, if any. */
   sessionId?: string | undefined;
+  /** The creating request's trace context: every run leg continues it. */
+  traceContext?: TraceCarrier | undefined;
 }
 
 /** Inserts a task in `working`; run it in the transaction that also enqueues its job. */
@@ -29,6 +32,7 @@ export async function insertTask(db: Kysely<Database>, task: NewTask): Promise<T
       prepared: task.prepared === undefined ? null : JSON.stringify(task.prepared),
       client_capabilities: JSON.stringify(task.clientCapabilities),
       session_id: task.sessionId ?? null,
+      trace_context: task.traceContext === undefined ? null : JSON.stringify(task.traceContext),
       status: 'working',
       ttl_ms: task.ttlMs,
       poll_interval_ms: task.pollIntervalMs,

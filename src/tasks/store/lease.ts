@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import type { ClientCapabilities, JsonObject } from '../../core/wire.ts';
+import type { TraceCarrier } from '../../core/tracing.ts';
 
 /**
  * How long a queued run may wait for a worker to claim it before it counts as stuck (its delivery was
@@ -35,6 +36,8 @@ export interface ClaimedTask {
   /** Handler crashes before this attempt. */
   failures: number;
   createdAt: Date;
+  /** The creating request's trace context, if it was traced. */
+  traceContext: TraceCarrier | null;
 }
 
 /**
@@ -69,6 +72,7 @@ export async function claimTask(
       'attempt',
       'failures',
       'created_at',
+      'trace_context',
     ])
     .executeTakeFirst();
   if (row === undefined) return undefined;
@@ -82,6 +86,7 @@ export async function claimTask(
     attempt: row.attempt,
     failures: row.failures,
     createdAt: row.created_at,
+    traceContext: (row.trace_context as TraceCarrier | null | undefined) ?? null,
   };
 }
 
