@@ -168,6 +168,13 @@ const ConfigSchema = z.object({
     .describe(
       'When set, GET /metrics needs `Authorization: Bearer <METRICS_TOKEN>`. Unset: /metrics is open, like /healthz.',
     ),
+  DASHBOARD_TOKEN: z
+    .string()
+    .min(16)
+    .optional()
+    .describe(
+      'Turns on the task dashboard at /dashboard on the HTTP instances; signing in takes this token. Unset: no dashboard (404).',
+    ),
   METRICS_STORE_CACHE_MS: intFromEnv(5_000).describe(
     'The cluster-wide gauges (tasks by status, waiting runs) are read from Postgres at most once per this interval.',
   ),

@@ -288,6 +288,15 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
           maxJsonDepth: config.MAX_JSON_DEPTH,
           keepAliveMs: config.SSE_KEEPALIVE_MS,
           operational,
+          dashboard:
+            config.DASHBOARD_TOKEN === undefined
+              ? undefined
+              : {
+                  token: config.DASHBOARD_TOKEN,
+                  db,
+                  tools: tools.list().map((t) => t.name),
+                  log,
+                },
           legacy: {
             dispatcher,
             sessions: new SessionService(db, { idleTtlMs: config.SESSION_IDLE_TTL_MS }),

@@ -9,11 +9,13 @@ import type {
   SessionSubscriptionsTable,
 } from './sessions.table.ts';
 import type { TaskInputRequestsTable } from './task-input-requests.table.ts';
+import type { TaskAttemptsTable } from './task-attempts.table.ts';
 import type { TaskStepsTable } from './task-steps.table.ts';
 import type { TasksTable } from './tasks.table.ts';
 
 export interface Database {
   tasks: TasksTable;
+  task_attempts: TaskAttemptsTable;
   task_input_requests: TaskInputRequestsTable;
   task_steps: TaskStepsTable;
   server_secrets: ServerSecretsTable;

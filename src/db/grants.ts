@@ -5,6 +5,7 @@ export const APP_TABLES = [
   'tasks',
   'task_input_requests',
   'task_steps',
+  'task_attempts',
   'server_secrets',
   'mcp_sessions',
   'mcp_session_subscriptions',

@@ -5,6 +5,7 @@ import type { Dispatcher } from '../protocol/dispatch.ts';
 import { ProtocolErrorCode } from '../core/errors.ts';
 import { PROTOCOL_VERSION } from '../core/wire.ts';
 import { authMiddleware, type AuthEnv, type AuthMiddlewareOptions } from './auth/middleware.ts';
+import { dashboardRoutes, type DashboardOptions } from './dashboard.ts';
 import { operationalRoutes, type OperationalOptions } from './health.ts';
 import { SESSION_HEADER, type LegacyOptions } from './legacy/common.ts';
 import { legacyDelete, legacyGet } from './legacy/get.ts';
@@ -36,6 +37,8 @@ export interface AppOptions {
   legacy?: Omit<LegacyOptions, 'principalOf' | 'log' | 'keepAliveMs'> | undefined;
   /** /healthz, /readyz and /metrics: what they report. */
   operational?: OperationalOptions | undefined;
+  /** The operator's dashboard at /dashboard (off when undefined). */
+  dashboard?: DashboardOptions | undefined;
 }
 
 /** An error response to a request whose id was not read: no `id` (the 2026-07-28 schema allows no null). */
@@ -73,6 +76,7 @@ export function createApp({
   path = '/mcp',
   legacy,
   operational,
+  dashboard,
 }: AppOptions): Hono<AuthEnv> {
   const principalOf = (c: Context) => (c as unknown as { get(key: 'principal'): string }).get('principal');
   const legacyOptions: LegacyOptions | undefined =
@@ -84,6 +88,10 @@ export function createApp({
   app.route('/', operationalRoutes(operational));
   app.use('*', hostCheck({ allowedHosts }));
   app.use(path, originCheck({ allowedOrigins }));
+  if (dashboard !== undefined) {
+    app.get('/dashboard/', (c) => c.redirect('/dashboard', 301));
+    app.route('/dashboard', dashboardRoutes(dashboard));
+  }
   if (resourceMetadata !== undefined) {
     const serve = () =>
       new Response(JSON.stringify(resourceMetadata), { headers: { 'content-type': 'application/json' } });

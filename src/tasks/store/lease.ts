@@ -51,29 +51,51 @@ export async function claimTask(
   workerId: string,
   leaseMs: number,
 ): Promise<ClaimedTask | undefined> {
+  // One statement: the claim, and the attempt's record (which worker, when, its lease) for the timeline.
   const row = await db
-    .updateTable('tasks')
-    .set((eb) => ({
-      attempt: eb('attempt', '+', 1),
-      leased_by: workerId,
-      lease_expires_at: sql`now() + ${leaseMs} * interval '1 millisecond'`,
-    }))
-    .where('task_id', '=', taskId)
-    .where('status', '=', 'working')
-    .where('cancel_requested_at', 'is', null)
-    .where((eb) => eb.or([eb('leased_by', 'is', null), eb('lease_expires_at', '<', sql<Date>`now()`)]))
-    .returning([
-      'task_id',
-      'principal',
-      'tool_name',
-      'arguments',
-      'prepared',
-      'client_capabilities',
-      'attempt',
-      'failures',
-      'created_at',
-      'trace_context',
-    ])
+    .with('claimed', (qb) =>
+      qb
+        .updateTable('tasks')
+        .set((eb) => ({
+          attempt: eb('attempt', '+', 1),
+          leased_by: workerId,
+          lease_expires_at: sql`now() + ${leaseMs} * interval '1 millisecond'`,
+        }))
+        .where('task_id', '=', taskId)
+        .where('status', '=', 'working')
+        .where('cancel_requested_at', 'is', null)
+        .where((eb) => eb.or([eb('leased_by', 'is', null), eb('lease_expires_at', '<', sql<Date>`now()`)]))
+        .returning([
+          'task_id',
+          'principal',
+          'tool_name',
+          'arguments',
+          'prepared',
+          'client_capabilities',
+          'attempt',
+          'failures',
+          'created_at',
+          'trace_context',
+          'lease_expires_at',
+        ]),
+    )
+    .with('recorded', (qb) =>
+      qb
+        .insertInto('task_attempts')
+        .columns(['task_id', 'attempt', 'worker_id', 'lease_expires_at'])
+        .expression((eb) =>
+          eb
+            .selectFrom('claimed')
+            .select([
+              'claimed.task_id',
+              'claimed.attempt',
+              sql<string>`${workerId}::text`.as('worker_id'),
+              'claimed.lease_expires_at',
+            ]),
+        ),
+    )
+    .selectFrom('claimed')
+    .selectAll()
     .executeTakeFirst();
   if (row === undefined) return undefined;
   return {

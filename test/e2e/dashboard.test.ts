@@ -1,0 +1,261 @@
+// The task dashboard in a real headless Chromium (Debian's, driven by playwright-core), through real nginx
+// round-robin in front of two HTTP instances, with a worker runtime running the tasks: sign in, tasks in
+// every state, filters, a task's timeline, and a cancel that reaches the running handler. Screenshots go to
+// test-output/dashboard/. Plus the credential, CSRF and origin checks over plain HTTP.
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Runtime } from '../../src/runtime.ts';
+import { startNginx, type Nginx } from '../../scripts/cluster/nginx.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { RawMcp } from '../helpers/mcp.ts';
+import { startTestRuntime } from '../helpers/runtime.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const TOKEN = 'dashboard-token-for-tests-0123';
+const SHOTS = path.resolve(import.meta.dirname, '../../test-output/dashboard');
+const env = { DASHBOARD_TOKEN: TOKEN, CANCEL_CHECK_INTERVAL_MS: '200' };
+
+let tdb: TestDatabase;
+const runtimes: Array<Runtime & { url: string }> = [];
+let nginx: Nginx;
+let base: string;
+let mcp: RawMcp;
+let browser: Browser | undefined;
+type Kind = 'completed' | 'failed' | 'input_required' | 'cancelled' | 'working' | 'toCancel';
+const ids = {} as Record<Kind, string>;
+
+const portOf = (url: string) => Number(new URL(url).port);
+
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  for (let i = 0; i < 2; i++)
+    runtimes.push(await startTestRuntime({ databaseUrl: tdb.url, role: 'server', env }));
+  runtimes.push(await startTestRuntime({ databaseUrl: tdb.url, role: 'worker', env }));
+  nginx = await startNginx(runtimes.slice(0, 2).map((r) => portOf(r.url)));
+  base = `http://127.0.0.1:${nginx.port}`;
+  mcp = new RawMcp(nginx.url);
+
+  // A task in every state.
+  ids.completed = (await mcp.callTool('analyze_numbers', { count: 3000, chunkSize: 1000 })).taskId as string;
+  ids.failed = (await mcp.callTool('fail_with', { kind: 'protocol' })).taskId as string;
+  ids.input_required = (await mcp.callTool('confirm_action', { action: 'drop the staging table' }))
+    .taskId as string;
+  const slow = { count: 200_000, chunkSize: 1000, delayMsPerChunk: 200 };
+  ids.cancelled = (await mcp.callTool('analyze_numbers', slow)).taskId as string;
+  ids.working = (await mcp.callTool('analyze_numbers', slow)).taskId as string;
+  ids.toCancel = (await mcp.callTool('analyze_numbers', slow)).taskId as string;
+  await mcp.waitForTask(ids.completed);
+  await mcp.waitForTask(ids.failed);
+  await mcp.waitForTask(ids.input_required, (t) => t.status === 'input_required');
+  await mcp.waitForTask(ids.cancelled, (t) => typeof t.statusMessage === 'string');
+  await mcp.result('tasks/cancel', { taskId: ids.cancelled });
+  await mcp.waitForTask(ids.cancelled);
+  // Both running ones have started (a status message means a step is done).
+  await mcp.waitForTask(ids.working, (t) => typeof t.statusMessage === 'string');
+  await mcp.waitForTask(ids.toCancel, (t) => typeof t.statusMessage === 'string');
+
+  mkdirSync(SHOTS, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await nginx?.stop();
+  for (const rt of runtimes.reverse()) await rt.stop();
+  await tdb?.drop();
+});
+
+async function newPage(): Promise<{ page: Page; upstreams: Set<string> }> {
+  const context = await browser!.newContext({ viewport: { width: 1360, height: 900 } });
+  const page = await context.newPage();
+  const upstreams = new Set<string>();
+  page.on('response', (r) => {
+    const upstream = r.headers()['x-upstream'];
+    if (upstream !== undefined && r.url().includes('/dashboard')) upstreams.add(upstream);
+  });
+  return { page, upstreams };
+}
+
+const rowsOf = (page: Page) =>
+  page.$$eval('table.tasks tbody tr[data-task-id]', (trs) =>
+    trs.map((tr) => ({ id: tr.getAttribute('data-task-id')!, status: tr.getAttribute('data-status')! })),
+  );
+
+describe('the dashboard in Chromium, through nginx in front of two instances', () => {
+  it('signs in, lists every state, filters, shows a timeline, and cancels a running task', async () => {
+    expect(existsSync(CHROMIUM), `${CHROMIUM} (Debian's chromium package)`).toBe(true);
+    const { page, upstreams } = await newPage();
+
+    // Not signed in: the sign-in page. A wrong token is refused; the right one signs in.
+    await page.goto(`${base}/dashboard`);
+    expect(new URL(page.url()).pathname).toBe('/dashboard/login');
+    await page.fill('input[name=token]', 'not-the-token-at-all');
+    await page.click('button');
+    await expect(page.textContent('[role=alert]')).resolves.toContain('not the dashboard token');
+    await page.screenshot({ path: path.join(SHOTS, '1-sign-in.png') });
+    await page.fill('input[name=token]', TOKEN);
+    await page.click('button');
+    expect(new URL(page.url()).pathname).toBe('/dashboard');
+
+    // Every state, each task where it belongs.
+    const rows = await rowsOf(page);
+    for (const status of ['completed', 'failed', 'input_required', 'cancelled', 'working'] as const) {
+      expect(rows).toContainEqual({ id: ids[status], status });
+    }
+    expect(await page.textContent('.card.working .n')).toBe('2');
+    expect(await page.$$('svg.chart')).toHaveLength(2);
+    await page.screenshot({ path: path.join(SHOTS, '2-tasks.png'), fullPage: true });
+
+    // Filters: by status, by tool, by principal, by age.
+    await page.check('input[name=status][value=failed]');
+    await page.click('form.filters button');
+    expect(await rowsOf(page)).toEqual([{ id: ids.failed, status: 'failed' }]);
+    await page.uncheck('input[name=status][value=failed]');
+    await page.selectOption('select[name=tool]', 'confirm_action');
+    await page.click('form.filters button');
+    expect(await rowsOf(page)).toEqual([{ id: ids.input_required, status: 'input_required' }]);
+    await page.screenshot({ path: path.join(SHOTS, '3-filtered.png'), fullPage: true });
+    await page.selectOption('select[name=tool]', '');
+    await page.fill('input[name=principal]', 'somebody-else');
+    await page.click('form.filters button');
+    expect(await rowsOf(page)).toEqual([]);
+    await page.fill('input[name=principal]', '');
+    await page.selectOption('select[name=age]', '15m');
+    await page.click('form.filters button');
+    expect((await rowsOf(page)).length).toBe(6);
+
+    // One task's page: its timeline (created, the attempt on a worker, each step, the end) and result.
+    await page.click(`a[href="/dashboard/tasks/${ids.completed}"]`);
+    const timeline = await page.textContent('ol.timeline');
+    expect(timeline).toContain('Created by');
+    expect(timeline).toMatch(/Attempt 1 started on worker \S+, lease until/);
+    for (const step of ['chunk-1', 'chunk-2', 'chunk-3'])
+      expect(timeline).toContain(`Step ${step} done (attempt 1)`);
+    expect(timeline).toContain('Ended completed');
+    expect(await page.textContent('pre.outcome')).toContain('"sum"');
+    expect(await page.$('form.cancel')).toBeNull();
+    await page.screenshot({ path: path.join(SHOTS, '4-task-completed.png'), fullPage: true });
+
+    // The task waiting for input: the question is on the timeline, the form has no answer to show.
+    await page.goto(`${base}/dashboard/tasks/${ids.input_required}`);
+    expect(await page.textContent('ol.timeline')).toContain('Asked for input confirm (elicitation/create)');
+
+    // Cancel a running task from its page: the handler sees it and the task ends `cancelled`.
+    await page.goto(`${base}/dashboard/tasks/${ids.toCancel}`);
+    expect(await page.textContent('h1 .badge')).toBe('working');
+    await page.screenshot({ path: path.join(SHOTS, '5-task-running.png'), fullPage: true });
+    await page.click('form.cancel button');
+    expect(await page.textContent('ol.timeline')).toContain('Cancel requested');
+    // The page refreshes itself every 2 s while the task is active.
+    await page.waitForFunction(
+      "document.querySelector('h1 .badge')?.textContent === 'cancelled'",
+      undefined,
+      {
+        timeout: 20_000,
+      },
+    );
+    expect(await page.textContent('ol.timeline')).toContain('Ended cancelled');
+    await page.screenshot({ path: path.join(SHOTS, '6-task-cancelled.png'), fullPage: true });
+    const viaMcp = await mcp.getTask(ids.toCancel);
+    expect(viaMcp.status).toBe('cancelled');
+    // The other running task was not touched.
+    expect((await mcp.getTask(ids.working)).status).toBe('working');
+
+    // Round robin: both instances served the pages, with the one sign-in.
+    expect(upstreams.size).toBe(2);
+    await page.context().close();
+  }, 120_000);
+});
+
+describe('the dashboard over plain HTTP', () => {
+  const get = (p: string, headers: Record<string, string> = {}) =>
+    fetch(`${base}${p}`, { headers, redirect: 'manual' });
+
+  it('needs its credential, and says nothing without it', async () => {
+    const anon = await get('/dashboard');
+    expect(anon.status).toBe(303);
+    expect(anon.headers.get('location')).toBe('/dashboard/login');
+    expect((await get(`/dashboard/tasks/${ids.working}`)).status).toBe(303);
+    const bearer = await get('/dashboard', { authorization: `Bearer ${TOKEN}` });
+    expect(bearer.status).toBe(200);
+    expect(bearer.headers.get('content-security-policy')).toContain("default-src 'none'");
+    expect(bearer.headers.get('x-frame-options')).toBe('DENY');
+    expect(await bearer.text()).not.toContain('<script');
+    const wrongCookie = await get('/dashboard', { cookie: 'durable_mcp_dashboard=forged' });
+    expect(wrongCookie.status).toBe(303);
+    const cancel = await fetch(`${base}/dashboard/tasks/${ids.working}/cancel`, {
+      method: 'POST',
+      redirect: 'manual',
+    });
+    expect(cancel.status).toBe(401);
+  });
+
+  it('sets an HttpOnly, SameSite=Strict cookie that every instance accepts', async () => {
+    const login = await fetch(`${base}/dashboard/login`, {
+      method: 'POST',
+      body: new URLSearchParams({ token: TOKEN }),
+      redirect: 'manual',
+    });
+    expect(login.status).toBe(303);
+    const cookie = login.headers.get('set-cookie')!;
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/SameSite=Strict/);
+    expect(cookie).toMatch(/Path=\/dashboard/);
+    expect(cookie).not.toContain(TOKEN);
+    const pair = cookie.split(';')[0]!;
+    for (const rt of runtimes.slice(0, 2)) {
+      const direct = await fetch(`${new URL(rt.url).origin}/dashboard`, { headers: { cookie: pair } });
+      expect(direct.status).toBe(200);
+    }
+  });
+
+  it('refuses a form without its token, or from another origin, and cancels nothing', async () => {
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const noCsrf = await fetch(`${base}/dashboard/tasks/${ids.working}/cancel`, {
+      method: 'POST',
+      headers: auth,
+      body: new URLSearchParams({}),
+    });
+    expect(noCsrf.status).toBe(403);
+    const page = await (await get(`/dashboard/tasks/${ids.working}`, auth)).text();
+    const csrf = /name="csrf" value="([^"]+)"/.exec(page)![1]!;
+    const crossOrigin = await fetch(`${base}/dashboard/tasks/${ids.working}/cancel`, {
+      method: 'POST',
+      headers: { ...auth, origin: 'http://evil.example' },
+      body: new URLSearchParams({ csrf }),
+    });
+    expect(crossOrigin.status).toBe(403);
+    await sleep(300);
+    expect((await mcp.getTask(ids.working)).status).toBe('working');
+    const missing = await fetch(`${base}/dashboard/tasks/no-such-task/cancel`, {
+      method: 'POST',
+      headers: auth,
+      body: new URLSearchParams({ csrf }),
+    });
+    expect(missing.status).toBe(404);
+  });
+
+  it('is off unless DASHBOARD_TOKEN is set', async () => {
+    const plain = await startTestRuntime({ databaseUrl: tdb.url, role: 'server' });
+    try {
+      expect((await fetch(`${new URL(plain.url).origin}/dashboard`)).status).toBe(404);
+      expect((await fetch(`${new URL(plain.url).origin}/dashboard/login`)).status).toBe(404);
+    } finally {
+      await plain.stop();
+    }
+  });
+});
