@@ -1,0 +1,504 @@
+/**
+ * The benchmark suite: each scenario measures the server and, in the same run, the floor it is built on, and
+ * prints both with their ratio. Real processes, real sockets, a real Postgres (a scratch database on
+ * BENCH_ADMIN_URL, default the machine's postgres://postgres@127.0.0.1:5432/postgres). Prints; never fails on
+ * a number.
+ *
+ *   npm run bench                       every scenario
+ *   npm run bench -- get create         some of them: get protocol create drain latency history memory
+ *
+ * Settings (environment): BENCH_DURATION (s, default 10), BENCH_WARMUP (3), BENCH_CONNECTIONS (10),
+ * BENCH_DRAIN_TASKS (5000), BENCH_HISTORY_ROWS (1000000), BENCH_MEMORY_REQUESTS (30000).
+ */
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import autocannon from 'autocannon';
+import { captureHotPaths } from './lib/capture.ts';
+import {
+  DURATION,
+  fmt,
+  inline,
+  load,
+  MCP_HEADERS,
+  memoryOf,
+  pgbench,
+  printTable,
+  rows,
+  rpcBody,
+  scratchDb,
+  startProc,
+  type Proc,
+  type ScratchDb,
+} from './lib/harness.ts';
+
+const SCENARIOS = ['get', 'protocol', 'create', 'drain', 'latency', 'history', 'memory'] as const;
+type Scenario = (typeof SCENARIOS)[number];
+const chosen = (process.argv.slice(2).length === 0 ? [...SCENARIOS] : process.argv.slice(2)) as Scenario[];
+for (const s of chosen)
+  if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; one of ${SCENARIOS.join(' ')}`);
+
+const SERVER_ENV = (db: ScratchDb): Record<string, string> => ({
+  DATABASE_URL: db.url,
+  MIGRATE_ON_START: 'false',
+  RATE_LIMIT_POLLING: 'false',
+  HOST: '127.0.0.1',
+});
+
+const server = (db: ScratchDb, env: Record<string, string> = {}, nodeArgs: string[] = []) =>
+  startProc(['src/cli/main.ts', 'server'], { ...SERVER_ENV(db), ...env }, { nodeArgs });
+const worker = (db: ScratchDb, env: Record<string, string> = {}) =>
+  startProc(['src/cli/main.ts', 'worker'], { ...SERVER_ENV(db), ...env }, { ready: 'none' });
+const mcpUrl = (p: Proc) => `http://127.0.0.1:${p.port}/mcp`;
+
+/** The bare Hono + pg baseline, given the SQL and bytes it serves. */
+async function baseline(db: ScratchDb, spec: object): Promise<Proc> {
+  const file = path.join(tmpdir(), `baseline-${process.pid}.json`);
+  writeFileSync(file, JSON.stringify(spec));
+  return startProc(
+    ['bench/baseline-server.ts'],
+    { DATABASE_URL: db.url, BASELINE_SPEC: file },
+    { ready: 'stdout' },
+  );
+}
+
+/** A completed task's row, as a worker would have left it. */
+async function completeTask(db: ScratchDb, taskId: string): Promise<void> {
+  await db.sql(
+    `update tasks set status = 'completed', result = $2, status_message = null, leased_by = null,
+       lease_expires_at = null, last_updated_at = now() where task_id = $1`,
+    [
+      taskId,
+      JSON.stringify({ content: [{ type: 'text', text: 'Analyzed 1000 values' }], resultType: 'complete' }),
+    ],
+  );
+}
+
+/** The get SELECT's parameter order (principal, task id), from the values it was captured with. */
+function getParams(values: readonly unknown[], taskId: string) {
+  return values.map((v) => (v === taskId ? 'taskId' : 'principal'));
+}
+
+// ---- tasks/get vs a bare Hono route running the same SELECT ----
+async function benchGet(): Promise<void> {
+  const db = await scratchDb('get');
+  try {
+    const cap = await captureHotPaths(db.url, { name: 'analyze_numbers', arguments: { count: 1000 } });
+    await completeTask(db, cap.taskId);
+    const body = rpcBody('tasks/get', { taskId: cap.taskId });
+    const srv = await server(db);
+    const ours = await load(mcpUrl(srv), { headers: MCP_HEADERS('tasks/get', cap.taskId), body });
+    await srv.stop();
+    const base = await baseline(db, {
+      getSql: cap.get.text,
+      getParams: getParams(cap.get.values, cap.taskId),
+      bytes: {},
+    });
+    const floor = await load(`http://127.0.0.1:${base.port}/get`, {
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+    await base.stop();
+    rows.push({
+      scenario: 'tasks/get (completed task)',
+      ours: fmt.rps(ours),
+      floor: `bare Hono + pg, same SELECT: ${fmt.rps(floor)}`,
+      ratio: fmt.x(ours.rps / floor.rps),
+      target: '≥ 0.8×',
+    });
+  } finally {
+    await db.drop();
+  }
+}
+
+// ---- tools/list and a synchronous tools/call vs a bare route returning the same bytes ----
+async function benchProtocol(): Promise<void> {
+  const db = await scratchDb('protocol');
+  try {
+    const srv = await server(db);
+    const list = rpcBody('tools/list', {});
+    const echo = rpcBody('tools/call', { name: 'echo', arguments: { text: 'hello' } }, {});
+    const bytesOf = async (body: string, method: string, name?: string) =>
+      (await fetch(mcpUrl(srv), { method: 'POST', headers: MCP_HEADERS(method, name), body })).text();
+    const bytes = {
+      list: await bytesOf(list, 'tools/list'),
+      echo: await bytesOf(echo, 'tools/call', 'echo'),
+    };
+    const oursList = await load(mcpUrl(srv), { headers: MCP_HEADERS('tools/list'), body: list });
+    const oursEcho = await load(mcpUrl(srv), { headers: MCP_HEADERS('tools/call', 'echo'), body: echo });
+    await srv.stop();
+    const base = await baseline(db, { getSql: 'select 1', getParams: [], bytes });
+    const json = { 'content-type': 'application/json' };
+    const floorList = await load(`http://127.0.0.1:${base.port}/bytes/list`, { headers: json, body: list });
+    const floorEcho = await load(`http://127.0.0.1:${base.port}/bytes/echo`, { headers: json, body: echo });
+    await base.stop();
+    rows.push(
+      {
+        scenario: `tools/list (${bytes.list.length} bytes)`,
+        ours: fmt.rps(oursList),
+        floor: `bare Hono, same bytes: ${fmt.rps(floorList)}`,
+        ratio: fmt.x(oursList.rps / floorList.rps),
+        target: '(protocol overhead)',
+      },
+      {
+        scenario: 'tools/call echo (synchronous)',
+        ours: fmt.rps(oursEcho),
+        floor: `bare Hono, same bytes: ${fmt.rps(floorEcho)}`,
+        ratio: fmt.x(oursEcho.rps / floorEcho.rps),
+        target: '(protocol overhead)',
+      },
+    );
+  } finally {
+    await db.drop();
+  }
+}
+
+/** The create transaction as a pgbench script: a fresh task id per transaction (`b<client>_<n>`). */
+function createScript(cap: Awaited<ReturnType<typeof captureHotPaths>>): string {
+  const lines = ['\\set n random(1, 1000000000000)'];
+  for (const s of cap.create)
+    lines.push(
+      `${inline(s.text, s.values).replaceAll(cap.taskId, 'b:client_id-:n').replace(/\s+/g, ' ').trim()};`,
+    );
+  return `${lines.join('\n')}\n`;
+}
+
+// ---- durable create vs pgbench running the same transaction ----
+async function benchCreate(): Promise<void> {
+  const db = await scratchDb('create');
+  try {
+    const cap = await captureHotPaths(db.url, { name: 'analyze_numbers', arguments: { count: 1000 } });
+    const srv = await server(db);
+    const body = rpcBody('tools/call', { name: 'analyze_numbers', arguments: { count: 1000 } });
+    const ours = await load(mcpUrl(srv), { headers: MCP_HEADERS('tools/call', 'analyze_numbers'), body });
+    await srv.stop();
+    const script = createScript(cap);
+    const c = String(10);
+    pgbench(db.url, script, ['-M', 'simple', '-c', c, '-j', '2', '-T', '3']);
+    const floor = pgbench(db.url, script, ['-M', 'simple', '-c', c, '-j', '2', '-T', String(DURATION)]);
+    rows.push({
+      scenario: 'tools/call → CreateTaskResult (durable, no worker)',
+      ours: fmt.rps(ours),
+      floor:
+        floor === undefined
+          ? 'pgbench not installed'
+          : `pgbench, same transaction, 10 clients: ${Math.round(floor.tps)} tps`,
+      ratio: floor === undefined ? '-' : fmt.x(ours.rps / floor.tps),
+      target: '≥ 0.75×',
+    });
+  } finally {
+    await db.drop();
+  }
+}
+
+// ---- drain: N queued one-chunk tasks, 1 then 2 worker processes, vs a bare SKIP LOCKED claim+complete loop ----
+const DRAIN_TASKS = Number(process.env.BENCH_DRAIN_TASKS ?? 5000);
+
+async function drainOnce(db: ScratchDb, script: string, workers: number): Promise<number> {
+  await db.sql('delete from tasks');
+  pgbench(db.url, script, ['-M', 'simple', '-c', '10', '-j', '2', '-t', String(DRAIN_TASKS / 10)]);
+  const procs = await Promise.all(Array.from({ length: workers }, () => worker(db, { METRICS_PORT: '' })));
+  const deadline = Date.now() + 600_000;
+  for (;;) {
+    const [{ n }] = (await db.sql(`select count(*)::int as n from tasks where status = 'completed'`)) as [
+      { n: number },
+    ];
+    if (n >= DRAIN_TASKS) break;
+    if (Date.now() > deadline) throw new Error(`drain stuck at ${n}/${DRAIN_TASKS}`);
+    await sleep(100);
+  }
+  await Promise.all(procs.map((p) => p.stop()));
+  const [span] = (await db.sql(
+    `select extract(epoch from (select max(last_updated_at) from tasks) - (select min(claimed_at) from task_attempts))::float8 as s`,
+  )) as [{ s: number }];
+  return DRAIN_TASKS / span.s;
+}
+
+const QUEUE_CLAIM = `
+with c as (select id from bench_queue where status = 'queued' order by id limit 1 for update skip locked)
+update bench_queue q set status = 'running', claimed_at = now() from c where q.id = c.id returning q.id \\gset
+update bench_queue set status = 'done', done_at = now() where id = :id;
+`;
+
+async function queueFloor(db: ScratchDb, clients: number): Promise<number | undefined> {
+  await db.sql('drop table if exists bench_queue');
+  await db.sql(`create table bench_queue (id bigserial primary key, payload jsonb not null, status text not null,
+    claimed_at timestamptz, done_at timestamptz)`);
+  await db.sql(`create index on bench_queue (id) where status = 'queued'`);
+  await db.sql(
+    `insert into bench_queue (payload, status) select jsonb_build_object('taskId', g::text), 'queued'
+    from generate_series(1, $1) g`,
+    [DRAIN_TASKS],
+  );
+  await db.sql('vacuum analyze bench_queue');
+  return pgbench(db.url, QUEUE_CLAIM, [
+    '-M',
+    'simple',
+    '-c',
+    String(clients),
+    '-j',
+    '2',
+    '-t',
+    String(Math.floor(DRAIN_TASKS / clients)),
+  ])?.tps;
+}
+
+async function benchDrain(): Promise<void> {
+  const db = await scratchDb('drain');
+  try {
+    const cap = await captureHotPaths(db.url, { name: 'analyze_numbers', arguments: { count: 1000 } });
+    const script = createScript(cap);
+    const one = await drainOnce(db, script, 1);
+    const two = await drainOnce(db, script, 2);
+    const floor4 = await queueFloor(db, 4);
+    const floor8 = await queueFloor(db, 8);
+    const tps = (n: number | undefined) =>
+      n === undefined ? 'pgbench not installed' : `${Math.round(n)} tasks/s`;
+    rows.push(
+      {
+        scenario: `drain ${DRAIN_TASKS} one-chunk tasks, 1 worker (concurrency 4)`,
+        ours: `${Math.round(one)} tasks/s`,
+        floor: `SKIP LOCKED claim+complete, 4 clients: ${tps(floor4)}`,
+        ratio: floor4 === undefined ? '-' : fmt.x(one / floor4),
+        target: '≥ 0.5×',
+      },
+      {
+        scenario: `drain ${DRAIN_TASKS} one-chunk tasks, 2 workers`,
+        ours: `${Math.round(two)} tasks/s (${fmt.x(two / one)} of 1 worker)`,
+        floor: `SKIP LOCKED claim+complete, 8 clients: ${tps(floor8)}`,
+        ratio: floor8 === undefined ? '-' : fmt.x(two / floor8),
+        target: '≥ 0.5×, and ≥ 1.8× of 1 worker',
+      },
+    );
+  } finally {
+    await db.drop();
+  }
+}
+
+// ---- wake-up latency: bench/task-latency.ts (tools/call → handler start, tasks/cancel → abort) ----
+async function benchLatency(): Promise<void> {
+  const db = await scratchDb('latency');
+  try {
+    const p = await startProc(
+      ['bench/task-latency.ts', process.env.BENCH_LATENCY_ITERATIONS ?? '200'],
+      { DATABASE_URL: db.url },
+      { ready: 'none' },
+    );
+    const out: string[] = [];
+    p.child.stdout!.on('data', (d: Buffer) => out.push(d.toString()));
+    await new Promise((resolve) => p.child.once('exit', resolve));
+    const text = out.join('');
+    console.log(text);
+    const p50 = (label: string) =>
+      Number(new RegExp(`${label}\\s+p50\\s+([\\d.]+) ms\\s+p99\\s+([\\d.]+) ms`).exec(text)?.[1]);
+    const p99 = (label: string) =>
+      Number(new RegExp(`${label}\\s+p50\\s+[\\d.]+ ms\\s+p99\\s+([\\d.]+) ms`).exec(text)?.[1]);
+    const echo = p50('baseline: sync echo round trip');
+    for (const [label, name] of [
+      ['tools/call sent → handler starts', 'tools/call → handler start'],
+      ['tasks/cancel sent → abort signal', 'tasks/cancel → abort signal'],
+    ] as const) {
+      rows.push({
+        scenario: name,
+        ours: `p50 ${p50(label)} ms, p99 ${p99(label)} ms`,
+        floor: `sync echo round trip: p50 ${echo} ms`,
+        ratio: fmt.x(p50(label) / echo),
+        target: 'p50 ≤ 3×, p99 ≤ 25 ms',
+      });
+    }
+  } finally {
+    await db.drop();
+  }
+}
+
+// ---- cost with history: tasks/get and create at 10k vs 1M stored tasks; the sweeper under load ----
+const HISTORY_ROWS = Number(process.env.BENCH_HISTORY_ROWS ?? 1_000_000);
+
+async function seed(db: ScratchDb, from: number, to: number, expired = false): Promise<void> {
+  for (let lo = from; lo <= to; lo += 100_000) {
+    const hi = Math.min(to, lo + 99_999);
+    await db.sql(
+      `insert into tasks (task_id, principal, tool_name, arguments, client_capabilities, status, result, ttl_ms,
+         poll_interval_ms, created_at, last_updated_at, expires_at, attempt)
+       select 'h' || g, 'p' || (g % 1000), 'analyze_numbers', '{"count":1000}', '{}', 'completed',
+         '{"content":[{"type":"text","text":"done"}],"resultType":"complete"}', 3600000, 1000,
+         now() - interval '30 minutes', now() - interval '20 minutes',
+         ${expired ? "now() - interval '1 hour'" : "now() + interval '1 hour'"}, 1
+       from generate_series($1::int, $2::int) g`,
+      [lo, hi],
+    );
+  }
+  await db.sql('vacuum analyze tasks');
+}
+
+async function getAndCreate(db: ScratchDb, taskId: string) {
+  const srv = await server(db);
+  const get = await load(mcpUrl(srv), {
+    headers: MCP_HEADERS('tasks/get', taskId),
+    body: rpcBody('tasks/get', { taskId }),
+  });
+  const create = await load(mcpUrl(srv), {
+    headers: MCP_HEADERS('tools/call', 'analyze_numbers'),
+    body: rpcBody('tools/call', { name: 'analyze_numbers', arguments: { count: 1000 } }),
+  });
+  await srv.stop();
+  return { get, create };
+}
+
+async function benchHistory(): Promise<void> {
+  const db = await scratchDb('history');
+  try {
+    const cap = await captureHotPaths(db.url, { name: 'analyze_numbers', arguments: { count: 1000 } });
+    await completeTask(db, cap.taskId);
+    await seed(db, 1, 10_000);
+    const small = await getAndCreate(db, cap.taskId);
+    await seed(db, 10_001, HISTORY_ROWS);
+    const big = await getAndCreate(db, cap.taskId);
+    const n = HISTORY_ROWS.toLocaleString('en');
+    rows.push(
+      {
+        scenario: `tasks/get with ${n} stored tasks`,
+        ours: fmt.rps(big.get),
+        floor: `with 10,000: ${fmt.rps(small.get)}`,
+        ratio: fmt.x(small.get.rps / big.get.rps),
+        target: '≤ 1.2× slower',
+      },
+      {
+        scenario: `durable create with ${n} stored tasks`,
+        ours: fmt.rps(big.create),
+        floor: `with 10,000: ${fmt.rps(small.create)}`,
+        ratio: fmt.x(small.create.rps / big.create.rps),
+        target: '≤ 1.2× slower',
+      },
+    );
+
+    // The sweeper purging HISTORY_ROWS expired tasks while tasks/get is served.
+    await db.sql(`update tasks set expires_at = now() - interval '1 hour' where task_id like 'h%'`);
+    await db.sql('vacuum analyze tasks');
+    const srv = await server(db);
+    const request = {
+      headers: MCP_HEADERS('tasks/get', cap.taskId),
+      body: rpcBody('tasks/get', { taskId: cap.taskId }),
+    };
+    const before = await load(mcpUrl(srv), request);
+    const sweeper = await worker(db, {
+      SWEEP_INTERVAL_MS: '1000',
+      TASK_PURGE_GRACE_MS: '0',
+      WORKER_CONCURRENCY: '1',
+    });
+    const started = Date.now();
+    const during = await load(mcpUrl(srv), request, { warmup: 0 });
+    let left = 0;
+    for (;;) {
+      left = (
+        (await db.sql(`select count(*)::int as n from tasks where task_id like 'h%'`)) as [{ n: number }]
+      )[0].n;
+      if (left === 0 || Date.now() - started > 600_000) break;
+      await sleep(500);
+    }
+    const sweptIn = (Date.now() - started) / 1000;
+    await sweeper.stop();
+    await srv.stop();
+    rows.push({
+      scenario: `tasks/get while the sweeper purges ${n} expired tasks`,
+      ours: `p99 ${during.p99} ms, ${Math.round(during.rps)} req/s (purged in ${sweptIn.toFixed(0)} s${left > 0 ? `, ${left} left` : ''})`,
+      floor: `before the sweep: p99 ${before.p99} ms, ${Math.round(before.rps)} req/s`,
+      ratio: fmt.x(during.p99 / Math.max(before.p99, 0.001)),
+      target: 'p99 ≤ 1.5×',
+    });
+  } finally {
+    await db.drop();
+  }
+}
+
+// ---- memory: an HTTP instance after warm-up, then after rounds of 30,000 mixed requests ----
+const MEMORY_REQUESTS = Number(process.env.BENCH_MEMORY_REQUESTS ?? 30_000);
+
+async function benchMemory(): Promise<void> {
+  const db = await scratchDb('memory');
+  try {
+    const cap = await captureHotPaths(db.url, { name: 'analyze_numbers', arguments: { count: 1000 } });
+    await completeTask(db, cap.taskId);
+    const srv = await server(db, {}, ['--expose-gc']);
+    const url = mcpUrl(srv);
+    const valid = [
+      { headers: MCP_HEADERS('tasks/get', cap.taskId), body: rpcBody('tasks/get', { taskId: cap.taskId }) },
+      { headers: MCP_HEADERS('tools/list'), body: rpcBody('tools/list', {}) },
+      {
+        headers: MCP_HEADERS('tools/call', 'echo'),
+        body: rpcBody('tools/call', { name: 'echo', arguments: { text: 'hi' } }, {}),
+      },
+      {
+        headers: MCP_HEADERS('tools/call', 'analyze_numbers'),
+        body: rpcBody('tools/call', { name: 'analyze_numbers', arguments: { count: 10 } }),
+      },
+    ];
+    const hostile = [
+      { headers: MCP_HEADERS('tasks/get'), body: '{"jsonrpc":"2.0","id":1,"method":' },
+      {
+        headers: MCP_HEADERS('tasks/get', 'nope'),
+        body: rpcBody('tasks/get', { taskId: 'no-such-task-0000' }),
+      },
+      {
+        headers: MCP_HEADERS('tools/call', 'echo'),
+        body: rpcBody('tools/call', { name: 'echo', arguments: { text: 42 } }, {}),
+      },
+      { headers: MCP_HEADERS('tools/list', 'mismatch'), body: rpcBody('tasks/get', { taskId: cap.taskId }) },
+      {
+        headers: MCP_HEADERS('tools/call', 'echo'),
+        body: rpcBody('tools/call', { name: 'echo', arguments: { text: 'x'.repeat(1_100_000) } }, {}),
+      },
+    ];
+    const mixed = [...valid, ...valid, ...hostile].map((r) => ({ method: 'POST' as const, ...r }));
+    await load(url, valid[0]!, { duration: 3, warmup: 0 });
+    const warm = await memoryOf(srv);
+    const after: Array<{ rss: number; heapUsed: number }> = [];
+    for (let round = 0; round < 3; round++) {
+      await autocannon({ url, connections: 10, amount: MEMORY_REQUESTS, requests: mixed });
+      after.push(await memoryOf(srv));
+    }
+    await srv.stop();
+    rows.push({
+      scenario: `HTTP instance memory, 3 rounds of ${MEMORY_REQUESTS.toLocaleString('en')} mixed requests`,
+      ours: after
+        .map((m, i) => `round ${i + 1}: RSS ${fmt.mb(m.rss)}, heap ${fmt.mb(m.heapUsed)}`)
+        .join('; '),
+      floor: `after warm-up: RSS ${fmt.mb(warm.rss)}, heap ${fmt.mb(warm.heapUsed)}`,
+      ratio: fmt.x(after.at(-1)!.rss / warm.rss),
+      target: '≤ 1.3×, no growth across rounds',
+    });
+  } finally {
+    await db.drop();
+  }
+}
+
+const RUN: Record<Scenario, () => Promise<void>> = {
+  get: benchGet,
+  protocol: benchProtocol,
+  create: benchCreate,
+  drain: benchDrain,
+  latency: benchLatency,
+  history: benchHistory,
+  memory: benchMemory,
+};
+
+console.log(
+  `durable-mcp-tasks benchmarks: ${chosen.join(', ')} (${DURATION} s per load, autocannon, ${new Date().toISOString()})`,
+);
+for (const s of chosen) {
+  const t = Date.now();
+  try {
+    await RUN[s]();
+  } catch (err) {
+    rows.push({
+      scenario: s,
+      ours: `failed: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`,
+      floor: '',
+      ratio: '',
+      target: '',
+    });
+  }
+  console.error(`  ${s}: ${((Date.now() - t) / 1000).toFixed(0)} s`);
+}
+printTable();
