@@ -92,7 +92,21 @@ function wrap(p: PinoLogger): Logger {
     info: at('info'),
     warn: at('warn'),
     error: at('error'),
-    scope: (s) => wrap(p.child(s)),
+    // The child is made when the scope first logs: pino serializes (and redacts) a child's bindings at
+    // creation, and most requests' scopes never log a line.
+    scope: (s) => lazy(() => wrap(p.child(s))),
+  };
+}
+
+function lazy(make: () => Logger): Logger {
+  let made: Logger | undefined;
+  const get = () => (made ??= make());
+  return {
+    debug: (msg, extra) => get().debug(msg, extra),
+    info: (msg, extra) => get().info(msg, extra),
+    warn: (msg, extra) => get().warn(msg, extra),
+    error: (msg, extra) => get().error(msg, extra),
+    scope: (s) => lazy(() => get().scope(s)),
   };
 }
 

@@ -11,7 +11,7 @@ import {
   parseRequestMeta,
 } from '../protocol/envelope.ts';
 import { ProtocolError, ProtocolErrorCode, toProtocolError } from '../core/errors.ts';
-import type { RequestId, RequestMeta } from '../core/wire.ts';
+import { PROTOCOL_VERSION, type RequestId, type RequestMeta } from '../core/wire.ts';
 import type { Notification } from '../core/wire.ts';
 import { isLegacyPost } from './legacy/common.ts';
 import { validateRoutingHeaders } from '../protocol/routing-headers.ts';
@@ -70,6 +70,7 @@ export function mcpPost({
     const text = await c.req.text();
     if (
       legacy !== undefined &&
+      c.req.header('mcp-protocol-version') !== PROTOCOL_VERSION &&
       jsonDepth(text) <= maxJsonDepth &&
       isLegacyPost((n) => c.req.header(n), text)
     ) {
@@ -114,12 +115,11 @@ export function mcpPost({
 
     const abort = new AbortController();
     // Removed when the request is done: the incoming signal may outlive it (keep-alive), and the
-    // listener would keep this request's closure (its params, its result) alive with it.
-    const done = new AbortController();
-    c.req.raw.signal.addEventListener('abort', () => abort.abort(new Error('client went away')), {
-      once: true,
-      signal: done.signal,
-    });
+    // listener would keep this request's closure (its params, its result) alive with it. (Removed by
+    // hand: aborting a second controller for it would build a DOMException with a stack every request.)
+    const incomingSignal = c.req.raw.signal;
+    const onClientGone = () => abort.abort(new Error('client went away'));
+    incomingSignal.addEventListener('abort', onClientGone, { once: true });
     const encoder = new TextEncoder();
     let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
     let streaming = false;
@@ -134,14 +134,18 @@ export function mcpPost({
       }
     };
     const frame = (message: object) => `event: message\ndata: ${JSON.stringify(message)}\n\n`;
-    const body = new ReadableStream<Uint8Array>({
-      start: (ctl) => void (controller = ctl),
-      cancel: () => abort.abort(new Error('client closed the stream')),
-    });
+    // Made when the first notification turns the response into a stream (most requests never do).
+    let body: ReadableStream<Uint8Array> | undefined;
+    const openStream = () =>
+      (body ??= new ReadableStream<Uint8Array>({
+        start: (ctl) => void (controller = ctl),
+        cancel: () => abort.abort(new Error('client closed the stream')),
+      }));
     const notify = async (n: Notification) => {
       if (abort.signal.aborted) return;
       if (!streaming) {
         streaming = true;
+        openStream();
         startStream();
       }
       write(frame({ jsonrpc: '2.0', ...n }));
@@ -163,7 +167,7 @@ export function mcpPost({
         (result) => ({ ok: true as const, result }),
         (error: unknown) => ({ ok: false as const, error }),
       );
-    const outcome = settled.finally(() => done.abort());
+    const outcome = settled.finally(() => incomingSignal.removeEventListener('abort', onClientGone));
 
     if ((await Promise.race([started, outcome.then(() => 'done' as const)])) === 'done' && !streaming) {
       const done = await outcome;
@@ -180,6 +184,6 @@ export function mcpPost({
         controller?.close();
       }
     });
-    return new Response(body, { status: 200, headers: SSE_HEADERS });
+    return new Response(openStream(), { status: 200, headers: SSE_HEADERS });
   };
 }
