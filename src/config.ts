@@ -183,7 +183,9 @@ const ConfigSchema = z.object({
     .min(1)
     .optional()
     .describe('Address the METRICS_PORT listener binds. Default: HOST.'),
-  STATUS_THROTTLE_MS: intFromEnv(250).describe('Least time between two statusMessage writes of one task.'),
+  STATUS_THROTTLE_MS: intFromEnv(250).describe(
+    "Least time between two statusMessage writes of one task (counted from the leg's start too: a short task's only message is written with its completion).",
+  ),
   SSE_KEEPALIVE_MS: intFromEnv(15_000, 10).describe(
     'SSE keep-alive comment interval on open streams (subscriptions/listen).',
   ),

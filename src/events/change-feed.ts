@@ -5,6 +5,8 @@ import { coerceError, type Logger } from '../log.ts';
 /** Channels Postgres NOTIFYs on: task rows (by trigger), list changes and resource updates. */
 export const CHANNELS = {
   task: 'mcp_task_changes',
+  /** A task's cancel was requested (by trigger): the worker running it stops it at once. */
+  taskCancel: 'mcp_task_cancels',
   /** A run of a task was enqueued: idle workers fetch at once. */
   run: 'mcp_task_runs',
   list: 'mcp_list_changed',

@@ -161,7 +161,11 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
   deps.running.get(taskId)?.abort.abort(new LeaseLostError(taskId, attempt - 1));
   deps.running.set(taskId, { attempt, abort });
   try {
-    const [steps, inputs] = await Promise.all([loadSteps(db, taskId), loadInputs(db, taskId)]);
+    // A first attempt has nothing to replay: no handler ran before it, so no step or input exists yet.
+    const [steps, inputs] =
+      attempt === 1
+        ? [new Map<string, unknown>(), new Map<string, { request: unknown; response: unknown }>()]
+        : await Promise.all([loadSteps(db, taskId), loadInputs(db, taskId)]);
     const runtime = createTaskRuntime({
       db,
       task: claimed,
@@ -175,9 +179,11 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
       log,
     });
     let result: CallToolResult;
+    let lastStatus: string | undefined;
     try {
       result = await withContext(leg.context, () => tool.handler(args.data, createToolContext(runtime)));
-      await runtime.flush();
+      // A status message still waiting for its turn is written with the completion, in the same update.
+      lastStatus = await runtime.takePending();
     } catch (thrown) {
       await runtime.flush();
       await settleThrown(thrown);
@@ -209,6 +215,8 @@ export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions
       const done = await finishAttempt(db, taskId, attempt, {
         status: 'completed',
         result: { ...result, resultType: 'complete' },
+        // (One Postgres cannot store is dropped, as a failed status write would have been.)
+        ...(lastStatus !== undefined && isStorable(lastStatus) && { statusMessage: lastStatus }),
       }).then(finished('completed'));
       if (!done) log.info('attempt lost its lease before completing; result dropped', { attempt });
     }

@@ -229,8 +229,9 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
   }, leaseMs / 3);
   const offFeed = [
     feed.on('run', () => poke()),
-    // Any change to a task this process runs (a cancel request, expiry…) is checked at once.
-    feed.on('task', (taskId) => {
+    // A cancel request (or expiry) of a task this process runs is checked at once. Not every change: the
+    // worker's own status messages would each cost a lease check.
+    feed.on('taskCancel', (taskId) => {
       if (running.has(taskId)) void watch(taskId);
     }),
     feed.onResync(() => {

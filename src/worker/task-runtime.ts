@@ -54,7 +54,12 @@ export interface TaskRuntimeOptions {
   log: Logger;
 }
 
-export type TaskRuntime = ToolRuntime & { flush(): Promise<void> };
+export type TaskRuntime = ToolRuntime & {
+  /** Writes the waiting status message now. */
+  flush(): Promise<void>;
+  /** Takes the waiting status message instead of writing it (the caller writes it with its own update). */
+  takePending(): Promise<string | undefined>;
+};
 
 /** A handler's durable context on a worker: checkpointed steps, input through `input_required`. */
 export function createTaskRuntime(opts: TaskRuntimeOptions): TaskRuntime {
@@ -69,6 +74,7 @@ export function createTaskRuntime(opts: TaskRuntimeOptions): TaskRuntime {
     events: opts.events,
     status: status.set,
     flush: status.flush,
+    takePending: status.takePending,
     async step<T>(name: string, fn: () => Promise<T> | T): Promise<T> {
       if (steps.has(name)) return steps.get(name) as T;
       signal.throwIfAborted();
@@ -106,7 +112,8 @@ export function createTaskRuntime(opts: TaskRuntimeOptions): TaskRuntime {
 /** statusMessage writes at most once per `statusThrottleMs`; the latest message always lands. */
 function throttledStatus({ db, task, statusThrottleMs, log }: TaskRuntimeOptions) {
   let pending: string | undefined;
-  let lastWrite = 0;
+  // The first message waits its turn too: a short task's only message is then written with its completion.
+  let lastWrite = Date.now();
   let timer: NodeJS.Timeout | undefined;
   let inFlight: Promise<void> = Promise.resolve();
 
@@ -133,6 +140,14 @@ function throttledStatus({ db, task, statusThrottleMs, log }: TaskRuntimeOptions
       if (timer !== undefined) clearTimeout(timer);
       write();
       await inFlight;
+    },
+    takePending: async () => {
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+      const message = pending;
+      pending = undefined;
+      await inFlight;
+      return message;
     },
   };
 }

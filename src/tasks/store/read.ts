@@ -1,7 +1,7 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type CompiledQuery, type Kysely } from 'kysely';
 import { TaskIdSchema } from '../../core/wire.ts';
 import type { Database } from '../../db/database.ts';
-import { TASK_VIEW_COLUMNS, toTaskView, type TaskView } from './view.ts';
+import { TASK_VIEW_COLUMNS, toTaskView, type TaskView, type TaskViewRow } from './view.ts';
 
 /** Tasks of one principal, with their outstanding input requests folded in by a subquery. */
 function views(db: Kysely<Database>, principal: string) {
@@ -15,14 +15,26 @@ function views(db: Kysely<Database>, principal: string) {
     .where('t.principal', '=', principal);
 }
 
+/** tasks/get's query, compiled once: the SQL is the same for every call, only the parameters change. */
+const PRINCIPAL = '\u0000principal';
+const TASK_ID = '\u0000taskId';
+let getQuery: { compiled: CompiledQuery<TaskViewRow>; order: Array<'principal' | 'taskId'> } | undefined;
+
 /** One indexed read by (taskId, principal). */
 export async function getTaskView(
   db: Kysely<Database>,
   taskId: string,
   principal: string,
 ): Promise<TaskView | undefined> {
-  const row = await views(db, principal).where('t.task_id', '=', taskId).executeTakeFirst();
-  return row === undefined ? undefined : toTaskView(row);
+  if (getQuery === undefined) {
+    const compiled = views(db, PRINCIPAL).where('t.task_id', '=', TASK_ID).compile();
+    const order = compiled.parameters.map((p) => (p === TASK_ID ? 'taskId' : 'principal'));
+    getQuery = { compiled, order };
+  }
+  const { compiled, order } = getQuery;
+  const parameters = order.map((p) => (p === 'taskId' ? taskId : principal));
+  const { rows } = await db.executeQuery<TaskViewRow>({ ...compiled, parameters });
+  return rows[0] === undefined ? undefined : toTaskView(rows[0]);
 }
 
 /** Several tasks of one principal in one query (subscriptions' periodic re-read). */
