@@ -12,7 +12,7 @@ import type { ToolRegistry } from '../tools/registry.ts';
 import type { TaskQueue } from '../tasks/service.ts';
 import { finishAttempt, settleCancelRequest } from '../tasks/store/finish.ts';
 import { loadInputs } from '../tasks/store/input.ts';
-import { claimTask, LeaseLostError, releaseTask } from '../tasks/store/lease.ts';
+import { claimTask, LeaseLostError, releaseTask, type ClaimedTask } from '../tasks/store/lease.ts';
 import { loadSteps } from '../tasks/store/steps.ts';
 import { endSpan, extractContext, SpanKind, startSpan, traceIdOf, withContext } from '../core/tracing.ts';
 import {
@@ -68,9 +68,33 @@ export interface LegOptions {
  * a hand-off when the worker shuts down (re-enqueued at once).
  */
 export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions): Promise<void> {
+  const claimed = await claimTask(deps.db, taskId, deps.workerId, deps.leaseMs);
+  // The delivery is acknowledged while the leg runs, not before: the claim (fenced by attempt), not the
+  // job, is what turns a second delivery away, so the handler need not wait for that round trip. If the
+  // acknowledgement fails, pg-boss redelivers the job after its expiry and the claim refuses it.
+  const acked = ack().then(
+    () => undefined,
+    (err: unknown) => coerceError(err),
+  );
+  try {
+    await runClaimed(deps, taskId, claimed);
+  } finally {
+    const failed = await acked;
+    if (failed !== undefined) {
+      deps.log.warn('acknowledging a run failed; its redelivery will find the task claimed', {
+        taskId,
+        error: failed.message,
+      });
+    }
+  }
+}
+
+async function runClaimed(
+  deps: ExecutorDeps,
+  taskId: string,
+  claimed: ClaimedTask | undefined,
+): Promise<void> {
   const { db, tools, queue, log: baseLog } = deps;
-  const claimed = await claimTask(db, taskId, deps.workerId, deps.leaseMs);
-  await ack();
   if (claimed === undefined) {
     // Not runnable: finished, waiting for input, held by a live attempt, or cancelled while queued.
     await settleCancelRequest(db, taskId);
