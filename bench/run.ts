@@ -385,17 +385,11 @@ async function benchHistory(): Promise<void> {
       headers: MCP_HEADERS('tasks/get', cap.taskId),
       body: rpcBody('tasks/get', { taskId: cap.taskId }),
     };
-    const sweeper = await startProc(
-      ['src/cli/main.ts', 'worker'],
-      {
-        ...SERVER_ENV(db),
-        SWEEP_INTERVAL_MS: '1000',
-        TASK_PURGE_GRACE_MS: '0',
-        WORKER_CONCURRENCY: '1',
-        METRICS_PORT: '0',
-      },
-      { ready: 'none' },
-    );
+    const sweeper = await worker(db, {
+      SWEEP_INTERVAL_MS: '1000',
+      TASK_PURGE_GRACE_MS: '0',
+      WORKER_CONCURRENCY: '1',
+    });
     await sleep(5_000);
     const before = await load(mcpUrl(srv), request);
     await db.sql(`update tasks set expires_at = now() - interval '1 hour' where task_id like 'h%'`);

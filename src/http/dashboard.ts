@@ -3,9 +3,10 @@
 // (the same on every instance, so it works behind a round-robin load balancer). Reads go through the store's
 // admin functions; the cancel button takes the tasks/cancel store path. Every POST carries a token derived
 // from the credential and must come from the dashboard's own origin.
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { bearerToken, sameSecret } from './auth/secret.ts';
 import { getCookie, setCookie, deleteCookie } from 'hono/cookie';
 import { html, raw } from 'hono/html';
 import type { HtmlEscapedString } from 'hono/utils/html';
@@ -48,13 +49,6 @@ type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 
 const derive = (token: string, purpose: string) =>
   createHmac('sha256', token).update(purpose).digest('base64url');
-
-function same(a: string | undefined, b: string): boolean {
-  if (a === undefined) return false;
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
 
 /** Whether the request's own scheme is https (directly, or as a proxy in front says). */
 function isHttps(c: Context): boolean {
@@ -117,7 +111,7 @@ export function dashboardRoutes(opts: DashboardOptions): Hono {
   app.get('/login', (c) => c.html(loginPage(), 200));
   app.post('/login', async (c) => {
     const form = await c.req.parseBody();
-    if (typeof form.token !== 'string' || !same(form.token, opts.token)) {
+    if (typeof form.token !== 'string' || !sameSecret(form.token, opts.token)) {
       opts.log.warn('dashboard sign-in refused');
       return c.html(loginPage('That token is not the dashboard token.'), 401);
     }
@@ -132,14 +126,15 @@ export function dashboardRoutes(opts: DashboardOptions): Hono {
   });
 
   const signedIn: MiddlewareHandler = async (c, next) => {
-    const bearer = c.req.header('authorization')?.match(/^Bearer (.+)$/i)?.[1];
-    if (same(getCookie(c, COOKIE), session) || same(bearer, opts.token)) return next();
+    const bearer = bearerToken(c.req.header('authorization'));
+    if (sameSecret(getCookie(c, COOKIE), session) || sameSecret(bearer, opts.token)) return next();
     if (c.req.method === 'GET') return c.redirect(`${BASE}/login`, 303);
     return c.text('Unauthorized', 401);
   };
   const formChecked: MiddlewareHandler = async (c, next) => {
     const form = await c.req.parseBody();
-    if (typeof form.csrf !== 'string' || !same(form.csrf, csrf)) return c.text('Forbidden: stale form', 403);
+    if (typeof form.csrf !== 'string' || !sameSecret(form.csrf, csrf))
+      return c.text('Forbidden: stale form', 403);
     return next();
   };
 
@@ -155,9 +150,7 @@ export function dashboardRoutes(opts: DashboardOptions): Hono {
       readStoreStats(opts.db, opts.bossSchema),
       adminActivity(opts.db, 60),
     ]);
-    return c.html(
-      listPage({ tasks, stats, activity, filter, query: c.req.query(), tools: opts.tools, csrf }),
-    );
+    return c.html(listPage({ tasks, stats, activity, filter, tools: opts.tools, csrf }));
   });
   app.get('/tasks/:id', signedIn, async (c) => {
     const history = await adminGetTask(opts.db, c.req.param('id'));
@@ -279,7 +272,6 @@ interface ListPage {
   stats: Awaited<ReturnType<typeof readStoreStats>>;
   activity: ActivityMinute[];
   filter: { query: ListQuery };
-  query: Record<string, string>;
   tools: readonly string[];
   csrf: string;
 }

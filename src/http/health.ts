@@ -1,4 +1,4 @@
-import { timingSafeEqual } from 'node:crypto';
+import { bearerToken, sameSecret } from './auth/secret.ts';
 import { Hono } from 'hono';
 import type { Metrics } from '../core/metrics.ts';
 import { coerceError, type Logger } from '../log.ts';
@@ -73,12 +73,6 @@ export interface OperationalOptions {
   metricsToken?: string | undefined;
 }
 
-function sameSecret(given: string, expected: string): boolean {
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
 /**
  * `GET /healthz` (the process serves; no database call), `GET /readyz` (200 ready, 503 otherwise) and
  * `GET /metrics` (Prometheus text format). No MCP authentication and any Host: probes and scrapers come
@@ -97,8 +91,7 @@ export function operationalRoutes({ readiness, metrics, metricsToken }: Operatio
   if (metrics !== undefined) {
     app.get('/metrics', async (c) => {
       if (metricsToken !== undefined) {
-        const given = /^Bearer (.+)$/i.exec(c.req.header('authorization') ?? '')?.[1] ?? '';
-        if (!sameSecret(given, metricsToken)) {
+        if (!sameSecret(bearerToken(c.req.header('authorization')), metricsToken)) {
           return c.text('unauthorized\n', 401, { 'www-authenticate': 'Bearer realm="metrics"' });
         }
       }
