@@ -72,7 +72,9 @@ describe('the operator CLI', () => {
     expect(shown.stdout).toMatch(
       /input requests \(1\)\nASKED\s+KEY\s+METHOD\s+ANSWERED\n\S+\s+confirm\s+elicitation\/create\s+no/,
     );
-    const doneShown = JSON.parse((await cli(['show', done.taskId as string, '--json'], url)).stdout) as {
+    const doneRun = await cli(['show', done.taskId as string, '--json'], url);
+    expect(doneRun.code, doneRun.stderr).toBe(0);
+    const doneShown = JSON.parse(doneRun.stdout) as {
       task: { status: string; attempt: number };
       steps: unknown[];
     };

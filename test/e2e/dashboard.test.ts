@@ -16,7 +16,13 @@ import { startTestRuntime } from '../helpers/runtime.ts';
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const TOKEN = 'dashboard-token-for-tests-0123';
 const SHOTS = path.resolve(import.meta.dirname, '../../test-output/dashboard');
-const env = { DASHBOARD_TOKEN: TOKEN, CANCEL_CHECK_INTERVAL_MS: '200' };
+// Small pools: four runtimes here share the test Postgres (max_connections 100) with the file vitest runs beside.
+const env = {
+  DASHBOARD_TOKEN: TOKEN,
+  CANCEL_CHECK_INTERVAL_MS: '200',
+  DB_POOL_MAX: '3',
+  QUEUE_POOL_MAX: '2',
+};
 
 let tdb: TestDatabase;
 const runtimes: Array<Runtime & { url: string }> = [];

@@ -127,6 +127,9 @@ function cli(command: 'server' | 'worker', env: Record<string, string>) {
       LOG_LEVEL: 'warn',
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_BSP_SCHEDULE_DELAY: '50',
+      // Small pools: several processes share the test Postgres with the file vitest runs beside this one.
+      DB_POOL_MAX: '3',
+      QUEUE_POOL_MAX: '2',
       // The sweeper is what takes a dead worker's task back once its lease lapses.
       SWEEP_INTERVAL_MS: '200',
       ...env,
