@@ -95,7 +95,8 @@ export function addTasksCommand(program: Command): void {
     .description("operate on every principal's tasks in Postgres (DATABASE_URL): list, show, cancel, purge")
     .addHelpText(
       'after',
-      '\nReads DATABASE_URL. Exit status: 0 done, 1 no such task or a database error, 2 usage.\n',
+      '\nReads DATABASE_URL. Exit status: 0 done, 1 no such task or a database error, 2 usage.\n' +
+        "An id that starts with '-' (earlier versions made some) goes after --: tasks show -- -AbC…\n",
     );
 
   tasks

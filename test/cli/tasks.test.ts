@@ -115,6 +115,10 @@ describe('the operator CLI', () => {
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('no task no-such-task');
     expect((await cli(['cancel', 'no-such-task'], server.tdb.url)).stderr).toContain('no task no-such-task');
+    // An id that looks like an option is passed after --.
+    const dashed = await cli(['show', '--', '-hUVw_MdiTWLsI9rZESpemKp'], server.tdb.url);
+    expect(dashed.code).toBe(1);
+    expect(dashed.stderr).toContain('no task -hUVw_MdiTWLsI9rZESpemKp');
     const badStatus = await cli(['list', '--status', 'running'], server.tdb.url);
     expect(badStatus.code).toBe(2);
     expect(badStatus.stderr).toContain('working, input_required, completed, failed, cancelled');

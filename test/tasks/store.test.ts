@@ -66,6 +66,8 @@ describe('guarded transitions in Postgres', () => {
     const ids = new Set(Array.from({ length: 1000 }, newTaskId));
     expect(ids.size).toBe(1000);
     for (const id of ids) expect(Buffer.from(id, 'base64url').length).toBeGreaterThanOrEqual(16);
+    // 1 in 64 base64url strings start with '-', which a command line reads as an option.
+    expect([...ids].filter((id) => id.startsWith('-'))).toEqual([]);
     const taskId = await newTask({ ttlMs: 5000 });
     const row = await tdb.db
       .selectFrom('tasks')
