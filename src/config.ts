@@ -27,6 +27,12 @@ const ConfigSchema = z.object({
     .describe(
       'A direct (unpooled) connection to the same database, for what a transaction-mode pooler such as PgBouncer cannot carry: the LISTEN connection and migrations. Default: DATABASE_URL.',
     ),
+  DB_PREPARED_STATEMENTS: z
+    .enum(['auto', 'on', 'off'])
+    .default('auto')
+    .describe(
+      'Run repeated statements as named prepared statements, parsed and planned once per connection. auto: on unless DATABASE_DIRECT_URL is set (a transaction-mode pooler in front; PgBouncer ≥ 1.21 with max_prepared_statements can take on).',
+    ),
   MIGRATE_ON_START: boolFromEnv(true).describe(
     "Migrate (our schema and pg-boss's) when a process starts. Set false when processes run as a role that may not run DDL, and run `durable-mcp-tasks migrate` as the owner role instead.",
   ),

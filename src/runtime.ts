@@ -106,8 +106,13 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       lockTimeoutMs: config.DB_LOCK_TIMEOUT_MS,
       idleInTransactionTimeoutMs: config.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
     };
+    // A transaction-mode pooler in front (DATABASE_DIRECT_URL set) cannot carry named statements.
+    const prepare =
+      config.DB_PREPARED_STATEMENTS === 'on' ||
+      (config.DB_PREPARED_STATEMENTS === 'auto' && config.DATABASE_DIRECT_URL === undefined);
     const { db, pool: appPool } = createDb({
       connectionString,
+      prepare,
       max: config.DB_POOL_MAX,
       applicationName: `durable-mcp-tasks:${role}`,
       connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
@@ -178,6 +183,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       const b = createBoss({
         connectionString,
         max: config.QUEUE_POOL_MAX,
+        prepare,
         supervise: role !== 'server',
         timeouts,
         connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,

@@ -1,6 +1,7 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { adaptToConnectionLimit } from './connection-limit.ts';
+import { nameStatements } from './prepared.ts';
 import type { ServerSecretsTable } from './server-secrets.table.ts';
 import type {
   SessionEventsTable,
@@ -63,6 +64,8 @@ export interface DbOptions {
   applicationName?: string;
   /** How long to wait for a connection before failing the query (an unreachable database fails fast). */
   connectTimeoutMs?: number;
+  /** Repeated statements become named prepared statements (off behind a transaction-mode pooler). */
+  prepare?: boolean;
 }
 
 /**
@@ -80,6 +83,14 @@ export class GuardedClient extends pg.Client {
   }
 }
 
+/** A GuardedClient whose repeated statements are named prepared statements (see prepared.ts). */
+export class PreparingClient extends GuardedClient {
+  constructor(config?: string | pg.ClientConfig) {
+    super(config);
+    nameStatements(this);
+  }
+}
+
 /** One bounded pg pool behind Kysely; `pool` is exposed for pg-boss and LISTEN clients. */
 export function createDb({
   connectionString,
@@ -87,12 +98,13 @@ export function createDb({
   applicationName = 'durable-mcp-tasks',
   connectTimeoutMs = 5_000,
   timeouts,
+  prepare = false,
 }: DbOptions): {
   db: Db;
   pool: pg.Pool;
 } {
   const pool = new pg.Pool({
-    Client: GuardedClient,
+    Client: prepare ? PreparingClient : GuardedClient,
     connectionString,
     max,
     application_name: applicationName,

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { fromKysely, PgBoss } from 'pg-boss';
 import { z } from 'zod';
-import { GuardedClient, sessionOptions, type Database, type SessionTimeouts } from '../db/database.ts';
+import { GuardedClient, PreparingClient, sessionOptions, type Database, type SessionTimeouts } from '../db/database.ts';
 import { CHANNELS } from '../events/change-feed.ts';
 import type { TaskQueue } from './task-queue.ts';
 
@@ -27,6 +27,8 @@ export interface BossOptions {
   timeouts?: SessionTimeouts;
   /** How long a query waits for a connection before it fails. */
   connectTimeoutMs?: number;
+  /** pg-boss's repeated statements (fetch, insert, complete) become named prepared statements. */
+  prepare?: boolean;
 }
 
 /** A pg-boss instance with its own bounded pool; no cron, and no LISTEN of its own (we wake workers). */
@@ -38,6 +40,7 @@ export function createBoss({
   migrate = false,
   timeouts,
   connectTimeoutMs = 10_000,
+  prepare = false,
 }: BossOptions): PgBoss {
   return new PgBoss({
     connectionString,
@@ -54,7 +57,7 @@ export function createBoss({
     // pg-boss's own would add a root `receive` span for every poll of every worker, jobs or not.
     openTelemetry: { enabled: false },
     // pg-boss hands its settings to pg.Pool: its clients, too, must survive a dropped connection.
-    ...({ Client: GuardedClient } as object),
+    ...({ Client: prepare ? PreparingClient : GuardedClient } as object),
   });
 }
 
