@@ -4,6 +4,7 @@
  * Routes:
  *   POST /get     parses the JSON-RPC body and runs tasks/get's own SELECT (captured from the real code) on a
  *                 pg pool of 10, answering with the row as JSON;
+ *   POST /get-named  the same with the SELECT as a named prepared statement (as the server runs it);
  *   POST /bytes/<name>  answers with fixed bytes (a real response of the server, for tools/list and a sync
  *                 tools/call), after parsing the body as the server would.
  * Started by bench/run.ts; never part of src/.
@@ -24,12 +25,16 @@ const spec = JSON.parse(readFileSync(process.env.BASELINE_SPEC!, 'utf8')) as Spe
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
 const app = new Hono();
 
-app.post('/get', async (c) => {
-  const body = await c.req.json<{ id: number; params: { taskId: string } }>();
-  const values = spec.getParams.map((p) => (p === 'principal' ? 'local' : body.params.taskId));
-  const { rows } = await pool.query(spec.getSql, values);
-  return c.json({ jsonrpc: '2.0', id: body.id, result: rows[0] ?? null });
-});
+for (const named of [false, true]) {
+  app.post(named ? '/get-named' : '/get', async (c) => {
+    const body = await c.req.json<{ id: number; params: { taskId: string } }>();
+    const values = spec.getParams.map((p) => (p === 'principal' ? 'local' : body.params.taskId));
+    const { rows } = await pool.query(
+      named ? { name: 'tasks_get', text: spec.getSql, values } : { text: spec.getSql, values },
+    );
+    return c.json({ jsonrpc: '2.0', id: body.id, result: rows[0] ?? null });
+  });
+}
 for (const [name, bytes] of Object.entries(spec.bytes)) {
   app.post(`/bytes/${name}`, async (c) => {
     await c.req.json();

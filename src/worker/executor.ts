@@ -12,7 +12,7 @@ import type { ToolRegistry } from '../tools/registry.ts';
 import type { TaskQueue } from '../tasks/service.ts';
 import { finishAttempt, settleCancelRequest } from '../tasks/store/finish.ts';
 import { loadInputs } from '../tasks/store/input.ts';
-import { claimTask, LeaseLostError, releaseTask, type ClaimedTask } from '../tasks/store/lease.ts';
+import { claimTasks, LeaseLostError, releaseTask, type ClaimedTask } from '../tasks/store/lease.ts';
 import { loadSteps } from '../tasks/store/steps.ts';
 import { endSpan, extractContext, SpanKind, startSpan, traceIdOf, withContext } from '../core/tracing.ts';
 import {
@@ -55,38 +55,36 @@ export interface ExecutorDeps {
   log: Logger;
 }
 
-export interface LegOptions {
-  taskId: string;
-  /** Acknowledges the delivery (the pg-boss job) once the task is claimed, or found not runnable. */
-  ack: () => Promise<void>;
+/**
+ * Claims the tasks of a batch of deliveries in one statement (each a new attempt, fenced by its number).
+ * A task delivered twice in one batch is claimed for its first delivery only; undefined where a task is
+ * not runnable (finished, waiting for input, held by a live attempt, cancelled while queued).
+ */
+export async function claimDeliveries(
+  deps: ExecutorDeps,
+  taskIds: readonly string[],
+): Promise<(ClaimedTask | undefined)[]> {
+  const claimed = await claimTasks(deps.db, [...new Set(taskIds)], deps.workerId, deps.leaseMs);
+  return taskIds.map((taskId) => {
+    const task = claimed.get(taskId);
+    claimed.delete(taskId);
+    return task;
+  });
 }
 
 /**
- * Runs one leg of a task: claim (a new attempt, fenced by its number), acknowledge the delivery, replay
- * the handler with its checkpoints, and settle the outcome with one fenced write. A leg ends at
- * completion, at a request for input, at a cancel, at a crash (re-enqueued while retries remain), or at
- * a hand-off when the worker shuts down (re-enqueued at once).
+ * Runs one leg of a claimed task: replay the handler with its checkpoints, and settle the outcome with
+ * one fenced write. A leg ends at completion, at a request for input, at a cancel, at a crash
+ * (re-enqueued while retries remain), or at a hand-off when the worker shuts down (re-enqueued at once).
+ * The delivery is acknowledged while the leg runs, not before it: the claim (fenced by attempt), not the
+ * job, is what turns a second delivery away, so the handler need not wait for that round trip.
  */
-export async function runTaskLeg(deps: ExecutorDeps, { taskId, ack }: LegOptions): Promise<void> {
-  const claimed = await claimTask(deps.db, taskId, deps.workerId, deps.leaseMs);
-  // The delivery is acknowledged while the leg runs, not before: the claim (fenced by attempt), not the
-  // job, is what turns a second delivery away, so the handler need not wait for that round trip. If the
-  // acknowledgement fails, pg-boss redelivers the job after its expiry and the claim refuses it.
-  const acked = ack().then(
-    () => undefined,
-    (err: unknown) => coerceError(err),
-  );
-  try {
-    await runClaimed(deps, taskId, claimed);
-  } finally {
-    const failed = await acked;
-    if (failed !== undefined) {
-      deps.log.warn('acknowledging a run failed; its redelivery will find the task claimed', {
-        taskId,
-        error: failed.message,
-      });
-    }
-  }
+export async function runTaskLeg(
+  deps: ExecutorDeps,
+  taskId: string,
+  claimed: ClaimedTask | undefined,
+): Promise<void> {
+  await runClaimed(deps, taskId, claimed);
 }
 
 async function runClaimed(

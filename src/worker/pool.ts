@@ -8,7 +8,13 @@ import type { ChangeFeed } from '../events/change-feed.ts';
 import type { ServerEvents } from '../events/server-events.ts';
 import { coerceError, type Logger } from '../log.ts';
 import { RUN_QUEUE, RunJobSchema, type RunJob } from '../queue/boss.ts';
-import { CancelRequestedError, runTaskLeg, type ExecutorDeps, type RunningAttempts } from './executor.ts';
+import {
+  CancelRequestedError,
+  claimDeliveries,
+  runTaskLeg,
+  type ExecutorDeps,
+  type RunningAttempts,
+} from './executor.ts';
 import type { TaskQueue } from '../tasks/service.ts';
 import { checkLeases, LeaseLostError, renewLeases } from '../tasks/store/lease.ts';
 import { HandoffSignal } from './task-runtime.ts';
@@ -120,23 +126,79 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
   /** The last fetch found fewer runs than it could take: nothing is waiting in the queue. */
   let drained = false;
   const legs = new Set<Promise<void>>();
-  const runJob = (job: JobWithMetadata<RunJob>) => {
-    active++;
-    const leg = (async () => {
-      try {
-        const { taskId } = RunJobSchema.parse(job.data);
-        await runTaskLeg(deps, { taskId, ack: async () => void (await boss.complete(RUN_QUEUE, job.id)) });
-      } catch (err) {
-        // Infrastructure trouble (e.g. the database went away): pg-boss redelivers the job later.
-        log.warn('run failed before it settled', { jobId: job.id, error: coerceError(err).message });
-        await boss.fail(RUN_QUEUE, job.id, { message: coerceError(err).message }).catch(() => {});
-      }
-    })().finally(() => {
-      active--;
-      legs.delete(leg);
-      poke();
-    });
-    legs.add(leg);
+  const track = (work: Promise<void>) => {
+    legs.add(work);
+    void work.finally(() => legs.delete(work));
+  };
+  /**
+   * A fetched batch: its tasks claimed with one statement, its deliveries acknowledged with one (while
+   * the legs run), then one leg per delivery, each freeing its slot when it ends.
+   */
+  const runBatch = (jobs: JobWithMetadata<RunJob>[]) => {
+    active += jobs.length;
+    track(
+      (async () => {
+        const valid: { job: JobWithMetadata<RunJob>; taskId: string }[] = [];
+        const invalid: string[] = [];
+        for (const job of jobs) {
+          const parsed = RunJobSchema.safeParse(job.data);
+          if (parsed.success) valid.push({ job, taskId: parsed.data.taskId });
+          else invalid.push(job.id);
+        }
+        const settle = async (ids: string[], err: unknown) => {
+          if (ids.length === 0) return;
+          // Infrastructure trouble (e.g. the database went away): pg-boss redelivers the jobs later.
+          log.warn('runs failed before they settled', { jobs: ids.length, error: coerceError(err).message });
+          await boss.fail(RUN_QUEUE, ids, { message: coerceError(err).message }).catch(() => {});
+        };
+        active -= invalid.length;
+        await settle(invalid, new Error('malformed run job'));
+        let claims: Awaited<ReturnType<typeof claimDeliveries>>;
+        try {
+          claims = await claimDeliveries(
+            deps,
+            valid.map((v) => v.taskId),
+          );
+        } catch (err) {
+          active -= valid.length;
+          await settle(
+            valid.map((v) => v.job.id),
+            err,
+          );
+          return;
+        } finally {
+          poke();
+        }
+        // If the acknowledgement fails, pg-boss redelivers after the job's expiry and the claim refuses it.
+        track(
+          boss
+            .complete(
+              RUN_QUEUE,
+              valid.map((v) => v.job.id),
+            )
+            .then(
+              () => undefined,
+              (err: unknown) =>
+                log.warn('acknowledging runs failed; their redelivery will find the tasks claimed', {
+                  jobs: valid.length,
+                  error: coerceError(err).message,
+                }),
+            ),
+        );
+        valid.forEach(({ taskId }, i) =>
+          track(
+            runTaskLeg(deps, taskId, claims[i])
+              .catch((err: unknown) =>
+                log.warn('run failed before it settled', { taskId, error: coerceError(err).message }),
+              )
+              .finally(() => {
+                active--;
+                poke();
+              }),
+          ),
+        );
+      })(),
+    );
   };
 
   const loop = (async () => {
@@ -149,7 +211,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
           const jobs = await boss.fetch<RunJob>(RUN_QUEUE, { batchSize: free, includeMetadata: true });
           backoff = 100;
           drained = jobs.length < free;
-          for (const job of jobs) runJob(job);
+          if (jobs.length > 0) runBatch(jobs);
           if (jobs.length === free) continue; // maybe more waiting
         } catch (err) {
           log.warn('fetching runs failed', { error: coerceError(err).message });

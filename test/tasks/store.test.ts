@@ -9,6 +9,7 @@ import { answerInputRequests, suspendForInput } from '../../src/tasks/store/inpu
 import {
   checkLeases,
   claimTask,
+  claimTasks,
   LeaseLostError,
   reclaimExpiredLeases,
   redeliverStuckRuns,
@@ -89,6 +90,36 @@ describe('guarded transitions in Postgres', () => {
       tdb.db.transaction().execute((trx) => answerInputRequests(trx, taskId, 'bob', {})),
     ).rejects.toBeInstanceOf(TaskNotFoundError);
     expect(await status(taskId)).toBe('working');
+  });
+
+  it('claims a batch of deliveries in one statement: the runnable ones, each once, with its attempt recorded', async () => {
+    const [free, held, cancelled, done] = [
+      await newTask(),
+      await newTask(),
+      await newTask(),
+      await newTask(),
+    ];
+    await claimTask(tdb.db, held, 'w1', 10_000);
+    await requestCancel(tdb.db, cancelled, 'alice');
+    const doneClaim = (await claimTask(tdb.db, done, 'w1', 10_000))!;
+    await finishAttempt(tdb.db, done, doneClaim.attempt, { status: 'completed', result: {} });
+    const claimed = await claimTasks(tdb.db, [free, held, cancelled, done, 'no-such-task'], 'w2', 10_000);
+    expect([...claimed.keys()]).toEqual([free]);
+    expect(claimed.get(free)).toMatchObject({ taskId: free, attempt: 1, toolName: 't', principal: 'alice' });
+    // Two batches racing for the same tasks (duplicate deliveries): each task is claimed once.
+    const a = await newTask();
+    const b = await newTask();
+    const [x, y] = await Promise.all([
+      claimTasks(tdb.db, [a, b], 'w3', 10_000),
+      claimTasks(tdb.db, [b, a], 'w4', 10_000),
+    ]);
+    expect([...x.keys(), ...y.keys()].sort()).toEqual([a, b].sort());
+    const attempts = await tdb.db
+      .selectFrom('task_attempts')
+      .select(['task_id', 'worker_id'])
+      .where('task_id', 'in', [free, a, b])
+      .execute();
+    expect(attempts).toHaveLength(3);
   });
 
   it('fences every write of an attempt: a replaced attempt cannot complete, checkpoint or report', async () => {

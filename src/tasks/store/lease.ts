@@ -51,22 +51,46 @@ export async function claimTask(
   workerId: string,
   leaseMs: number,
 ): Promise<ClaimedTask | undefined> {
-  // One statement: the claim, and the attempt's record (which worker, when, its lease) for the timeline.
-  const row = await db
+  return (await claimTasks(db, [taskId], workerId, leaseMs)).get(taskId);
+}
+
+/**
+ * claimTask for a batch of deliveries, in one statement: the tasks that are runnable, by id. The rows
+ * are locked in task id order, so two batches that share a task (a duplicate delivery) queue behind
+ * each other instead of deadlocking.
+ */
+export async function claimTasks(
+  db: Kysely<Database>,
+  taskIds: readonly string[],
+  workerId: string,
+  leaseMs: number,
+): Promise<Map<string, ClaimedTask>> {
+  if (taskIds.length === 0) return new Map();
+  // One statement: the claim, and each attempt's record (which worker, when, its lease) for the timeline.
+  const rows = await db
+    .with('target', (qb) =>
+      qb
+        .selectFrom('tasks')
+        .select('task_id')
+        .where(sql<boolean>`task_id = any(${[...taskIds]}::text[])`)
+        .where('status', '=', 'working')
+        .where('cancel_requested_at', 'is', null)
+        .where((eb) => eb.or([eb('leased_by', 'is', null), eb('lease_expires_at', '<', sql<Date>`now()`)]))
+        .orderBy('task_id')
+        .forUpdate(),
+    )
     .with('claimed', (qb) =>
       qb
         .updateTable('tasks')
+        .from('target')
         .set((eb) => ({
           attempt: eb('attempt', '+', 1),
           leased_by: workerId,
           lease_expires_at: sql`now() + ${leaseMs} * interval '1 millisecond'`,
         }))
-        .where('task_id', '=', taskId)
-        .where('status', '=', 'working')
-        .where('cancel_requested_at', 'is', null)
-        .where((eb) => eb.or([eb('leased_by', 'is', null), eb('lease_expires_at', '<', sql<Date>`now()`)]))
+        .whereRef('tasks.task_id', '=', 'target.task_id')
         .returning([
-          'task_id',
+          'tasks.task_id',
           'principal',
           'tool_name',
           'arguments',
@@ -96,20 +120,24 @@ export async function claimTask(
     )
     .selectFrom('claimed')
     .selectAll()
-    .executeTakeFirst();
-  if (row === undefined) return undefined;
-  return {
-    taskId: row.task_id,
-    principal: row.principal,
-    toolName: row.tool_name,
-    arguments: row.arguments as JsonObject,
-    prepared: row.prepared ?? undefined,
-    clientCapabilities: row.client_capabilities as ClientCapabilities,
-    attempt: row.attempt,
-    failures: row.failures,
-    createdAt: row.created_at,
-    traceContext: (row.trace_context as TraceCarrier | null | undefined) ?? null,
-  };
+    .execute();
+  return new Map(
+    rows.map((row) => [
+      row.task_id,
+      {
+        taskId: row.task_id,
+        principal: row.principal,
+        toolName: row.tool_name,
+        arguments: row.arguments as JsonObject,
+        prepared: row.prepared ?? undefined,
+        clientCapabilities: row.client_capabilities as ClientCapabilities,
+        attempt: row.attempt,
+        failures: row.failures,
+        createdAt: row.created_at,
+        traceContext: (row.trace_context as TraceCarrier | null | undefined) ?? null,
+      },
+    ]),
+  );
 }
 
 /**
