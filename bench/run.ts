@@ -8,7 +8,8 @@
  *   npm run bench -- get create         some of them: get protocol create drain latency history memory
  *
  * Settings (environment): BENCH_DURATION (s, default 10), BENCH_WARMUP (3), BENCH_CONNECTIONS (10),
- * BENCH_DRAIN_TASKS (5000), BENCH_HISTORY_ROWS (1000000), BENCH_MEMORY_REQUESTS (30000).
+ * BENCH_DRAIN_TASKS (5000), BENCH_DRAIN_CONCURRENCY (16,4), BENCH_HISTORY_ROWS (1000000),
+ * BENCH_MEMORY_REQUESTS (30000).
  */
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -208,8 +209,14 @@ async function benchCreate(): Promise<void> {
 
 // ---- drain: N queued one-chunk tasks, 1 then 2 worker processes, vs a bare SKIP LOCKED claim+complete loop ----
 const DRAIN_TASKS = Number(process.env.BENCH_DRAIN_TASKS ?? 5000);
+const DRAIN_CONCURRENCY = (process.env.BENCH_DRAIN_CONCURRENCY ?? '16,4').split(',').map(Number);
 
-async function drainOnce(db: ScratchDb, script: string, workers: number): Promise<number> {
+async function drainOnce(
+  db: ScratchDb,
+  script: string,
+  workers: number,
+  concurrency: number,
+): Promise<number> {
   await db.sql('delete from tasks');
   if (
     pgbench(db.url, script, ['-M', 'simple', '-c', '10', '-j', '2', '-t', String(DRAIN_TASKS / 10)]) ===
@@ -217,7 +224,11 @@ async function drainOnce(db: ScratchDb, script: string, workers: number): Promis
   ) {
     throw new Error('pgbench not installed (it queues the tasks)');
   }
-  const procs = await Promise.all(Array.from({ length: workers }, () => worker(db, { METRICS_PORT: '' })));
+  const procs = await Promise.all(
+    Array.from({ length: workers }, () =>
+      worker(db, { METRICS_PORT: '', WORKER_CONCURRENCY: String(concurrency) }),
+    ),
+  );
   const deadline = Date.now() + 600_000;
   for (;;) {
     const [{ n }] = (await db.sql(`select count(*)::int as n from tasks where status = 'completed'`)) as [
@@ -268,28 +279,31 @@ async function benchDrain(): Promise<void> {
   try {
     const cap = await captureHotPaths(db.url, { name: 'analyze_numbers', arguments: { count: 1000 } });
     const script = createScript(cap);
-    const one = await drainOnce(db, script, 1);
-    const two = await drainOnce(db, script, 2);
-    const floor4 = await queueFloor(db, 4);
-    const floor8 = await queueFloor(db, 8);
     const tps = (n: number | undefined) =>
       n === undefined ? 'pgbench not installed' : `${Math.round(n)} tasks/s`;
-    rows.push(
-      {
-        scenario: `drain ${DRAIN_TASKS} one-chunk tasks, 1 worker (concurrency 4)`,
-        ours: `${Math.round(one)} tasks/s`,
-        floor: `SKIP LOCKED claim+complete, 4 clients: ${tps(floor4)}`,
-        ratio: floor4 === undefined ? '-' : fmt.x(one / floor4),
-        target: '≥ 0.5×',
-      },
-      {
-        scenario: `drain ${DRAIN_TASKS} one-chunk tasks, 2 workers`,
-        ours: `${Math.round(two)} tasks/s (${fmt.x(two / one)} of 1 worker)`,
-        floor: `SKIP LOCKED claim+complete, 8 clients: ${tps(floor8)}`,
-        ratio: floor8 === undefined ? '-' : fmt.x(two / floor8),
-        target: '≥ 0.5×, and ≥ 1.8× of 1 worker',
-      },
-    );
+    // The default concurrency (16), and 4, where the issue measured; each floor at the same concurrency.
+    for (const c of DRAIN_CONCURRENCY) {
+      const one = await drainOnce(db, script, 1, c);
+      const two = await drainOnce(db, script, 2, c);
+      const floor1 = await queueFloor(db, c);
+      const floor2 = await queueFloor(db, 2 * c);
+      rows.push(
+        {
+          scenario: `drain ${DRAIN_TASKS} one-chunk tasks, 1 worker (concurrency ${c})`,
+          ours: `${Math.round(one)} tasks/s`,
+          floor: `SKIP LOCKED claim+complete, ${c} clients: ${tps(floor1)}`,
+          ratio: floor1 === undefined ? '-' : fmt.x(one / floor1),
+          target: '≥ 0.5×',
+        },
+        {
+          scenario: `drain ${DRAIN_TASKS} one-chunk tasks, 2 workers (concurrency ${c})`,
+          ours: `${Math.round(two)} tasks/s (${fmt.x(two / one)} of 1 worker)`,
+          floor: `SKIP LOCKED claim+complete, ${2 * c} clients: ${tps(floor2)}`,
+          ratio: floor2 === undefined ? '-' : fmt.x(two / floor2),
+          target: '≥ 0.5×, and ≥ 1.8× of 1 worker',
+        },
+      );
+    }
   } finally {
     await db.drop();
   }

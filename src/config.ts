@@ -142,7 +142,9 @@ const ConfigSchema = z.object({
     'Retries of a handler that crashed with an unexpected exception, before the task is failed.',
   ),
   TASK_RETRY_DELAY_SECONDS: intFromEnv(1).describe('Delay before a crashed handler is retried.'),
-  WORKER_CONCURRENCY: intFromEnv(4, 1).describe('Task runs at once per worker process.'),
+  WORKER_CONCURRENCY: intFromEnv(16, 1).describe(
+    'Task runs at once per worker process (legs mostly wait on I/O and on Postgres; their writes are batched).',
+  ),
   WORKER_POLL_INTERVAL_MS: intFromEnv(5_000, 10).describe(
     'Idle workers fetch at once on a NOTIFY; this backstop poll covers lost wake-ups and delayed retries.',
   ),

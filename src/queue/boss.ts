@@ -1,7 +1,13 @@
 import { sql, type Kysely } from 'kysely';
 import { fromKysely, PgBoss } from 'pg-boss';
 import { z } from 'zod';
-import { GuardedClient, PreparingClient, sessionOptions, type Database, type SessionTimeouts } from '../db/database.ts';
+import {
+  GuardedClient,
+  PreparingClient,
+  sessionOptions,
+  type Database,
+  type SessionTimeouts,
+} from '../db/database.ts';
 import { CHANNELS } from '../events/change-feed.ts';
 import type { TaskQueue } from './task-queue.ts';
 

@@ -10,10 +10,10 @@ import type { CallToolResult } from '../core/wire.ts';
 import { createToolContext } from '../tools/context.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { TaskQueue } from '../tasks/service.ts';
-import { finishAttempt, settleCancelRequest } from '../tasks/store/finish.ts';
+import { finishAttempt, settleCancelRequest, type Finish, type Outcome } from '../tasks/store/finish.ts';
 import { loadInputs } from '../tasks/store/input.ts';
 import { claimTasks, LeaseLostError, releaseTask, type ClaimedTask } from '../tasks/store/lease.ts';
-import { loadSteps } from '../tasks/store/steps.ts';
+import { loadSteps, type StepRecord } from '../tasks/store/steps.ts';
 import { endSpan, extractContext, SpanKind, startSpan, traceIdOf, withContext } from '../core/tracing.ts';
 import {
   createTaskRuntime,
@@ -52,6 +52,11 @@ export interface ExecutorDeps {
   scheduleWake?: (ms: number) => void;
   events?: ServerEvents | undefined;
   metrics?: Metrics | undefined;
+  /** The pool's batched writes (see coalesce.ts); default: one statement per call. */
+  writes?: {
+    finish: (finish: Finish) => Promise<boolean>;
+    saveStep: (step: StepRecord) => Promise<unknown>;
+  };
   log: Logger;
 }
 
@@ -93,6 +98,10 @@ async function runClaimed(
   claimed: ClaimedTask | undefined,
 ): Promise<void> {
   const { db, tools, queue, log: baseLog } = deps;
+  const finishWith = (attempt: number, outcome: Outcome) =>
+    deps.writes === undefined
+      ? finishAttempt(db, taskId, attempt, outcome)
+      : deps.writes.finish({ taskId, attempt, outcome });
   if (claimed === undefined) {
     // Not runnable: finished, waiting for input, held by a live attempt, or cancelled while queued.
     await settleCancelRequest(db, taskId);
@@ -141,7 +150,7 @@ async function runClaimed(
     // then the generic error is stored, rather than a write that fails forever.
     const wire = error.toJSON();
     const storable = isStorable(wire) && isStorable(statusMessage) && serializable(wire);
-    return finishAttempt(db, taskId, attempt, {
+    return finishWith(attempt, {
       status: 'failed',
       error: storable ? wire : { code: ProtocolErrorCode.InternalError, message: 'Internal error' },
       statusMessage: storable ? statusMessage : 'Tool execution failed',
@@ -198,6 +207,7 @@ async function runClaimed(
       draining: deps.draining,
       events: deps.events,
       statusThrottleMs: deps.statusThrottleMs,
+      saveStep: deps.writes?.saveStep,
       log,
     });
     let result: CallToolResult;
@@ -234,7 +244,7 @@ async function runClaimed(
         );
         return;
       }
-      const done = await finishAttempt(db, taskId, attempt, {
+      const done = await finishWith(attempt, {
         status: 'completed',
         result: { ...result, resultType: 'complete' },
         // (One Postgres cannot store is dropped, as a failed status write would have been.)
@@ -258,7 +268,7 @@ async function runClaimed(
       }
       if (reason instanceof CancelRequestedError) {
         metrics?.cancelsDelivered.inc(tool_);
-        await finishAttempt(db, taskId, attempt, {
+        await finishWith(attempt, {
           status: 'cancelled',
           statusMessage: 'Cancelled by request',
         }).then(finished('cancelled'));

@@ -21,6 +21,9 @@ import { HandoffSignal } from './task-runtime.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { createSweeper } from './sweeper.ts';
+import { coalesce } from '../core/coalesce.ts';
+import { finishAttempt, finishAttempts } from '../tasks/store/finish.ts';
+import { saveStep, saveSteps } from '../tasks/store/steps.ts';
 
 export interface WorkerPoolOptions {
   db: Kysely<Database>;
@@ -74,7 +77,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     queue,
     feed,
     tools,
-    concurrency = 4,
+    concurrency = 16,
     pollIntervalMs = 5_000,
     leaseMs = 15_000,
     cancelCheckIntervalMs = 1_000,
@@ -102,6 +105,18 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     scheduleWake: (ms) => void setTimeout(() => poke(), ms).unref(),
     events: opts.events,
     metrics: opts.metrics,
+    // Concurrent legs' completions and checkpoints go to Postgres together: one statement and one
+    // commit for all that are waiting, instead of one each.
+    writes: {
+      finish: coalesce(
+        (finishes) => finishAttempts(db, finishes),
+        (f) => finishAttempt(db, f.taskId, f.attempt, f.outcome),
+      ),
+      saveStep: coalesce(
+        (steps) => saveSteps(db, steps),
+        (s) => saveStep(db, s.taskId, s.attempt, s.name, s.value),
+      ),
+    },
     log,
   };
 

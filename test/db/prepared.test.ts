@@ -31,7 +31,8 @@ const prepared = async () =>
 // Through PgBouncer the connection a statement was prepared on is not the next query's.
 describe.skipIf(inject('pooler') !== undefined)('named prepared statements', () => {
   it('names a statement with parameters from its second run, through Kysely and through pool.query', async () => {
-    const byId = (id: number) => sql<{ a: string }>`select a from prepared_probe where id = ${id}`.execute(db);
+    const byId = (id: number) =>
+      sql<{ a: string }>`select a from prepared_probe where id = ${id}`.execute(db);
     expect((await byId(1)).rows).toEqual([{ a: 'one' }]);
     expect(await prepared()).toEqual([]);
     expect((await byId(2)).rows).toEqual([{ a: 'two' }]);
@@ -68,9 +69,9 @@ describe.skipIf(inject('pooler') !== undefined)('named prepared statements', () 
     await expect(pool.query(text, [2])).rejects.toMatchObject({ code: '26000' });
     expect(statementNames.enabled).toBe(false);
     expect((await pool.query(text, [2])).rows).toEqual([{ a: 'two' }]);
-    expect((await sql<{ a: string }>`select a from prepared_probe where id = ${2}`.execute(db)).rows).toEqual([
-      { a: 'two' },
-    ]);
+    expect((await sql<{ a: string }>`select a from prepared_probe where id = ${2}`.execute(db)).rows).toEqual(
+      [{ a: 'two' }],
+    );
     expect(await prepared()).toEqual([]);
   });
 });

@@ -3,10 +3,16 @@ import type { Database } from '../../db/database.ts';
 import type { JsonObject, TaskStatus } from '../../core/wire.ts';
 import { ACTIVE_STATUSES } from '../status.ts';
 
-type Outcome =
+export type Outcome =
   | { status: 'completed'; result: JsonObject; statusMessage?: string }
   | { status: 'failed'; error: JsonObject; statusMessage: string }
   | { status: 'cancelled'; statusMessage: string };
+
+export interface Finish {
+  taskId: string;
+  attempt: number;
+  outcome: Outcome;
+}
 
 /**
  * Ends an attempt: one guarded UPDATE from `working`, fenced by attempt, so a worker that lost its
@@ -22,32 +28,44 @@ export async function finishAttempt(
   attempt: number,
   outcome: Outcome,
 ): Promise<boolean> {
-  const cancelled = sql<boolean>`cancel_requested_at is not null`;
-  const isErrorResult = outcome.status === 'completed' && outcome.result.isError === true;
-  const result = outcome.status === 'completed' ? JSON.stringify(outcome.result) : null;
-  const error = outcome.status === 'failed' ? JSON.stringify(outcome.error) : null;
-  const row = await db
-    .updateTable('tasks')
-    .set({
-      // At 2025-11-25 (a task a session created) a tool result with isError ends the task `failed`.
-      status: sql`case when ${cancelled} then 'cancelled'
-        when ${isErrorResult} and session_id is not null then 'failed'
-        else ${outcome.status satisfies TaskStatus} end`,
-      result: sql`case when ${cancelled} then null else ${result}::jsonb end`,
-      error: sql`case when ${cancelled} then null else ${error}::jsonb end`,
-      status_message: sql`case when ${cancelled} then 'Cancelled by request' else ${
-        outcome.statusMessage ?? sql`status_message`
-      } end`,
-      leased_by: null,
-      lease_expires_at: null,
-      last_updated_at: sql`now()`,
-    })
-    .where('task_id', '=', taskId)
-    .where('attempt', '=', attempt)
-    .where('status', '=', 'working')
-    .returning('task_id')
-    .executeTakeFirst();
-  return row !== undefined;
+  const [landed] = await finishAttempts(db, [{ taskId, attempt, outcome }]);
+  return landed === true;
+}
+
+/**
+ * finishAttempt for several attempts in one statement (and one commit), each fenced on its own: the
+ * answer says, in order, whose write landed. The worker batches its concurrent legs' completions so.
+ */
+export async function finishAttempts(db: Kysely<Database>, finishes: readonly Finish[]): Promise<boolean[]> {
+  if (finishes.length === 0) return [];
+  const rows = finishes.map(({ taskId, attempt, outcome }) => ({
+    task_id: taskId,
+    attempt,
+    status: outcome.status satisfies TaskStatus,
+    result: outcome.status === 'completed' ? outcome.result : null,
+    error: outcome.status === 'failed' ? outcome.error : null,
+    status_message: outcome.statusMessage ?? null,
+    // At 2025-11-25 (a task a session created) a tool result with isError ends the task `failed`.
+    is_error: outcome.status === 'completed' && outcome.result.isError === true,
+  }));
+  const cancelled = sql`t.cancel_requested_at is not null`;
+  const { rows: landed } = await sql<{ task_id: string; attempt: number }>`
+    update tasks t set
+      status = case when ${cancelled} then 'cancelled'
+        when v.is_error and t.session_id is not null then 'failed' else v.status end,
+      result = case when ${cancelled} then null else v.result end,
+      error = case when ${cancelled} then null else v.error end,
+      status_message = case when ${cancelled} then 'Cancelled by request'
+        else coalesce(v.status_message, t.status_message) end,
+      leased_by = null,
+      lease_expires_at = null,
+      last_updated_at = now()
+    from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+      as v(task_id text, attempt int, status text, result jsonb, error jsonb, status_message text, is_error boolean)
+    where t.task_id = v.task_id and t.attempt = v.attempt and t.status = ${'working' satisfies TaskStatus}
+    returning t.task_id, t.attempt`.execute(db);
+  const done = new Set(landed.map((r) => `${r.attempt}:${r.task_id}`));
+  return finishes.map((f) => done.has(`${f.attempt}:${f.taskId}`));
 }
 
 /** Turns a cancel request that no attempt is honouring (task not claimable) into `cancelled`. */
