@@ -102,7 +102,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     maxResultBytes: opts.maxResultBytes,
     running,
     draining: () => stopping,
-    scheduleWake: (ms) => void setTimeout(() => poke(), ms).unref(),
+    scheduleWake: (ms) => void setTimeout(() => notice(), ms).unref(),
     events: opts.events,
     metrics: opts.metrics,
     // Concurrent legs' completions and checkpoints go to Postgres together: one statement and one
@@ -120,26 +120,41 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     log,
   };
 
-  // Wake-ups: a NOTIFY for a new run, a freed slot, or a timer.
+  // Wake-ups: a NOTIFY for a new run, a freed slot while runs wait, or a timer.
   let wake: () => void = () => {};
   let pending = false;
   const poke = () => {
     pending = true;
     wake();
   };
+  /** Resolves true when the time ran out, false when poked. */
   const idle = (ms: number) =>
-    new Promise<void>((resolve) => {
-      if (pending || stopping) return resolve();
-      const timer = setTimeout(resolve, ms);
+    new Promise<boolean>((resolve) => {
+      if (pending || stopping) return resolve(false);
+      const timer = setTimeout(() => resolve(true), ms);
       wake = () => {
         clearTimeout(timer);
-        resolve();
+        resolve(false);
       };
     });
 
   let active = 0;
-  /** The last fetch found fewer runs than it could take: nothing is waiting in the queue. */
-  let drained = false;
+  /**
+   * Runs may be waiting in the queue. Cleared by a fetch that found fewer than it could take (unless a
+   * notice came while it ran), set by a NOTIFY, a resync, a scheduled retry or the backstop timer. A
+   * freed slot fetches only while it is set: without it, a worker would poll an empty queue after every
+   * task it ran.
+   */
+  let runsWaiting = true;
+  let notices = 0;
+  const notice = () => {
+    notices++;
+    runsWaiting = true;
+    poke();
+  };
+  const slotFreed = () => {
+    if (runsWaiting) poke();
+  };
   const legs = new Set<Promise<void>>();
   const track = (work: Promise<void>) => {
     legs.add(work);
@@ -167,6 +182,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
           await boss.fail(RUN_QUEUE, ids, { message: coerceError(err).message }).catch(() => {});
         };
         active -= invalid.length;
+        if (invalid.length > 0) slotFreed();
         await settle(invalid, new Error('malformed run job'));
         let claims: Awaited<ReturnType<typeof claimDeliveries>>;
         try {
@@ -176,13 +192,12 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
           );
         } catch (err) {
           active -= valid.length;
+          slotFreed();
           await settle(
             valid.map((v) => v.job.id),
             err,
           );
           return;
-        } finally {
-          poke();
         }
         // If the acknowledgement fails, pg-boss redelivers after the job's expiry and the claim refuses it.
         track(
@@ -208,7 +223,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
               )
               .finally(() => {
                 active--;
-                poke();
+                slotFreed();
               }),
           ),
         );
@@ -221,11 +236,12 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     while (!stopping) {
       pending = false;
       const free = concurrency - active;
-      if (free > 0) {
+      if (free > 0 && runsWaiting) {
+        const seen = notices;
         try {
           const jobs = await boss.fetch<RunJob>(RUN_QUEUE, { batchSize: free, includeMetadata: true });
           backoff = 100;
-          drained = jobs.length < free;
+          if (jobs.length < free && notices === seen) runsWaiting = false;
           if (jobs.length > 0) runBatch(jobs);
           if (jobs.length === free) continue; // maybe more waiting
         } catch (err) {
@@ -235,7 +251,8 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
           continue;
         }
       }
-      await idle(pollIntervalMs);
+      // The backstop poll: a wake-up may have been lost, or another worker's delayed retry came due.
+      if (await idle(pollIntervalMs)) runsWaiting = true;
     }
   })();
 
@@ -305,14 +322,14 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
       .finally(() => (renewing = false));
   }, leaseMs / 3);
   const offFeed = [
-    feed.on('run', () => poke()),
+    feed.on('run', () => notice()),
     // A cancel request (or expiry) of a task this process runs is checked at once. Not every change: the
     // worker's own status messages would each cost a lease check.
     feed.on('taskCancel', (taskId) => {
       if (running.has(taskId)) void watch(taskId);
     }),
     feed.onResync(() => {
-      poke();
+      notice();
       void watch();
     }),
   ];
@@ -330,7 +347,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
       eventRetentionMs: opts.sessionEventRetentionMs ?? 900_000,
     },
     // Only a worker that just found the queue empty redelivers: with a backlog, a run waits its turn.
-    idle: () => drained && active < concurrency && !stopping,
+    idle: () => !runsWaiting && active < concurrency && !stopping,
   });
 
   return {
