@@ -15,7 +15,9 @@ RUN npm run build
 # Postgres). node is PID 1 and handles SIGTERM itself (drain, hand running tasks back); compose adds
 # `init: true` to reap children.
 FROM node:24-bookworm-slim
-ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000
+# A young generation of 8 MB semi-spaces instead of V8's default: an instance's RSS after warm-up 255 -> 167 MB,
+# and 1.15x (not 1.3x) after 90,000 mixed and hostile requests, throughput unchanged (npm run bench).
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 NODE_OPTIONS=--max-semi-space-size=8
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --omit=optional --no-audit --no-fund && npm cache clean --force

@@ -47,10 +47,20 @@ const SERVER_ENV = (db: ScratchDb): Record<string, string> => ({
   HOST: '127.0.0.1',
 });
 
+/** As the image and `npm start`/`npm run server|worker` run node (see the Dockerfile). */
+const NODE_FLAGS = ['--max-semi-space-size=8'];
 const server = (db: ScratchDb, env: Record<string, string> = {}, nodeArgs: string[] = []) =>
-  startProc(['src/cli/main.ts', 'server'], { ...SERVER_ENV(db), ...env }, { nodeArgs });
+  startProc(
+    ['src/cli/main.ts', 'server'],
+    { ...SERVER_ENV(db), ...env },
+    { nodeArgs: [...NODE_FLAGS, ...nodeArgs] },
+  );
 const worker = (db: ScratchDb, env: Record<string, string> = {}) =>
-  startProc(['src/cli/main.ts', 'worker'], { ...SERVER_ENV(db), ...env }, { ready: 'none' });
+  startProc(
+    ['src/cli/main.ts', 'worker'],
+    { ...SERVER_ENV(db), ...env },
+    { ready: 'none', nodeArgs: NODE_FLAGS },
+  );
 const mcpUrl = (p: Proc) => `http://127.0.0.1:${p.port}/mcp`;
 
 /** The bare Hono + pg baseline, given the SQL and bytes it serves. */
@@ -485,8 +495,13 @@ async function benchMemory(): Promise<void> {
         body: rpcBody('tools/call', { name: 'echo', arguments: { text: 'x'.repeat(1_100_000) } }, {}),
       },
     ];
-    const mixed = [...valid, ...valid, ...hostile].map((r) => ({ method: 'POST' as const, ...r }));
+    const post = (rs: typeof valid) => rs.map((r) => ({ method: 'POST' as const, ...r }));
+    const mixed = post([...valid, ...valid, ...hostile]);
     await load(url, valid[0]!, { duration: 3, warmup: 0 });
+    const warmGet = await memoryOf(srv);
+    // The warm-up the ratio is taken against runs every valid path of the mix once the pools, the JIT
+    // and the lazily loaded modules are warm, so that what the rounds add is what the mix costs.
+    await autocannon({ url, connections: 10, duration: 3, requests: post(valid) });
     const warm = await memoryOf(srv);
     const after: Array<{ rss: number; heapUsed: number }> = [];
     for (let round = 0; round < 3; round++) {
@@ -499,7 +514,9 @@ async function benchMemory(): Promise<void> {
       ours: after
         .map((m, i) => `round ${i + 1}: RSS ${fmt.mb(m.rss)}, heap ${fmt.mb(m.heapUsed)}`)
         .join('; '),
-      floor: `after warm-up: RSS ${fmt.mb(warm.rss)}, heap ${fmt.mb(warm.heapUsed)}`,
+      floor:
+        `after warm-up (3 s of the valid requests): RSS ${fmt.mb(warm.rss)}, heap ${fmt.mb(warm.heapUsed)}` +
+        ` (after 3 s of tasks/get alone: RSS ${fmt.mb(warmGet.rss)})`,
       ratio: fmt.x(after.at(-1)!.rss / warm.rss),
       target: '≤ 1.3×, no growth across rounds',
     });

@@ -266,7 +266,14 @@ function serviceEnv(name: string, overrides: Record<string, string>): Record<str
   const env = Object.fromEntries(
     Object.entries(services[name]?.environment ?? {}).map(([k, v]) => [k, v === null ? '' : String(v)]),
   );
-  return { NODE_ENV: 'production', HOST: '0.0.0.0', PORT: '3000', ...env, ...overrides };
+  return {
+    NODE_ENV: 'production',
+    HOST: '0.0.0.0',
+    PORT: '3000',
+    NODE_OPTIONS: '--max-semi-space-size=8',
+    ...env,
+    ...overrides,
+  };
 }
 
 try {
