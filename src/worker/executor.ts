@@ -10,7 +10,7 @@ import type { CallToolResult } from '../core/wire.ts';
 import { createToolContext } from '../tools/context.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { TaskQueue } from '../tasks/service.ts';
-import { finishAttempt, settleCancelRequest, type Finish, type Outcome } from '../tasks/store/finish.ts';
+import { settleCancelRequest, type Finish, type Outcome } from '../tasks/store/finish.ts';
 import { loadInputs } from '../tasks/store/input.ts';
 import { claimTasks, LeaseLostError, releaseTask, type ClaimedTask } from '../tasks/store/lease.ts';
 import { loadSteps, type StepRecord } from '../tasks/store/steps.ts';
@@ -52,8 +52,8 @@ export interface ExecutorDeps {
   scheduleWake?: (ms: number) => void;
   events?: ServerEvents | undefined;
   metrics?: Metrics | undefined;
-  /** The pool's batched writes (see coalesce.ts); default: one statement per call. */
-  writes?: {
+  /** The pool's batched writes (see coalesce.ts). */
+  writes: {
     finish: (finish: Finish) => Promise<boolean>;
     saveStep: (step: StepRecord) => Promise<unknown>;
   };
@@ -89,19 +89,8 @@ export async function runTaskLeg(
   taskId: string,
   claimed: ClaimedTask | undefined,
 ): Promise<void> {
-  await runClaimed(deps, taskId, claimed);
-}
-
-async function runClaimed(
-  deps: ExecutorDeps,
-  taskId: string,
-  claimed: ClaimedTask | undefined,
-): Promise<void> {
   const { db, tools, queue, log: baseLog } = deps;
-  const finishWith = (attempt: number, outcome: Outcome) =>
-    deps.writes === undefined
-      ? finishAttempt(db, taskId, attempt, outcome)
-      : deps.writes.finish({ taskId, attempt, outcome });
+  const finishWith = (attempt: number, outcome: Outcome) => deps.writes.finish({ taskId, attempt, outcome });
   if (claimed === undefined) {
     // Not runnable: finished, waiting for input, held by a live attempt, or cancelled while queued.
     await settleCancelRequest(db, taskId);
@@ -207,7 +196,7 @@ async function runClaimed(
       draining: deps.draining,
       events: deps.events,
       statusThrottleMs: deps.statusThrottleMs,
-      saveStep: deps.writes?.saveStep,
+      saveStep: deps.writes.saveStep,
       log,
     });
     let result: CallToolResult;

@@ -184,6 +184,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
         active -= invalid.length;
         if (invalid.length > 0) slotFreed();
         await settle(invalid, new Error('malformed run job'));
+        const jobIds = valid.map((v) => v.job.id);
         let claims: Awaited<ReturnType<typeof claimDeliveries>>;
         try {
           claims = await claimDeliveries(
@@ -193,27 +194,19 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
         } catch (err) {
           active -= valid.length;
           slotFreed();
-          await settle(
-            valid.map((v) => v.job.id),
-            err,
-          );
+          await settle(jobIds, err);
           return;
         }
         // If the acknowledgement fails, pg-boss redelivers after the job's expiry and the claim refuses it.
         track(
-          boss
-            .complete(
-              RUN_QUEUE,
-              valid.map((v) => v.job.id),
-            )
-            .then(
-              () => undefined,
-              (err: unknown) =>
-                log.warn('acknowledging runs failed; their redelivery will find the tasks claimed', {
-                  jobs: valid.length,
-                  error: coerceError(err).message,
-                }),
-            ),
+          boss.complete(RUN_QUEUE, jobIds).then(
+            () => undefined,
+            (err: unknown) =>
+              log.warn('acknowledging runs failed; their redelivery will find the tasks claimed', {
+                jobs: valid.length,
+                error: coerceError(err).message,
+              }),
+          ),
         );
         valid.forEach(({ taskId }, i) =>
           track(

@@ -9,7 +9,7 @@ import type { ToolRuntime } from '../tools/context.ts';
 import { setStatusMessage } from '../tasks/store/finish.ts';
 import { suspendForInput } from '../tasks/store/input.ts';
 import type { ClaimedTask } from '../tasks/store/lease.ts';
-import { saveStep, type StepRecord } from '../tasks/store/steps.ts';
+import type { StepRecord } from '../tasks/store/steps.ts';
 import { activeOr, inSpan, ROOT_CONTEXT, type TraceContext } from '../core/tracing.ts';
 
 /** Thrown by `input` once the task is parked in `input_required`: this leg of the job ends here. */
@@ -51,8 +51,8 @@ export interface TaskRuntimeOptions {
   draining?: () => boolean;
   events?: ServerEvents | undefined;
   statusThrottleMs: number;
-  /** Writes a checkpoint (the pool batches its legs' checkpoints); default: saveStep on `db`. */
-  saveStep?: ((step: StepRecord) => Promise<unknown>) | undefined;
+  /** Writes a checkpoint (the pool batches its legs' checkpoints). */
+  saveStep: (step: StepRecord) => Promise<unknown>;
   log: Logger;
 }
 
@@ -67,7 +67,6 @@ export type TaskRuntime = ToolRuntime & {
 export function createTaskRuntime(opts: TaskRuntimeOptions): TaskRuntime {
   const { db, task, steps, inputs, signal } = opts;
   const status = throttledStatus(opts);
-  const save = opts.saveStep ?? ((s: StepRecord) => saveStep(db, s.taskId, s.attempt, s.name, s.value));
   return {
     principal: task.principal,
     taskId: task.taskId,
@@ -89,7 +88,7 @@ export function createTaskRuntime(opts: TaskRuntimeOptions): TaskRuntime {
         activeOr(opts.trace ?? ROOT_CONTEXT),
         async () => {
           const value = await fn();
-          return save({ taskId: task.taskId, attempt: task.attempt, name, value }).catch(infra);
+          return opts.saveStep({ taskId: task.taskId, attempt: task.attempt, name, value }).catch(infra);
         },
       );
       steps.set(name, stored);
