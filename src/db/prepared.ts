@@ -55,10 +55,6 @@ class StatementNames {
       this.names.clear();
     }
   }
-
-  get size(): number {
-    return this.names.size;
-  }
 }
 
 /** One table per process: names are unique per connection, and every pool's connections share them. */
