@@ -92,91 +92,77 @@ function getParams(values: readonly unknown[], taskId: string) {
 }
 
 // ---- tasks/get vs a bare Hono route running the same SELECT ----
-async function benchGet(): Promise<void> {
-  const db = await scratchDb('get');
-  try {
-    const cap = await captureHotPaths(db.url, { name: 'analyze_numbers', arguments: { count: 1000 } });
-    await completeTask(db, cap.taskId);
-    const body = rpcBody('tasks/get', { taskId: cap.taskId });
-    const srv = await server(db);
-    const ours = await load(mcpUrl(srv), { headers: MCP_HEADERS('tasks/get', cap.taskId), body });
-    await srv.stop();
-    const base = await baseline(db, {
-      getSql: cap.get.text,
-      getParams: getParams(cap.get.values, cap.taskId),
-      bytes: {},
-    });
-    const floor = await load(`http://127.0.0.1:${base.port}/get`, {
-      headers: { 'content-type': 'application/json' },
-      body,
-    });
-    // The server runs the SELECT as a named prepared statement (src/db/prepared.ts); so can the floor.
-    const named = await load(`http://127.0.0.1:${base.port}/get-named`, {
-      headers: { 'content-type': 'application/json' },
-      body,
-    });
-    await base.stop();
-    rows.push(
-      {
-        scenario: 'tasks/get (completed task)',
-        ours: fmt.rps(ours),
-        floor: `bare Hono + pg, same SELECT: ${fmt.rps(floor)}`,
-        ratio: fmt.x(ours.rps / floor.rps),
-        target: '≥ 0.8×',
-      },
-      {
-        scenario: 'tasks/get, floor with a named statement',
-        ours: fmt.rps(ours),
-        floor: `bare Hono + pg, same SELECT prepared: ${fmt.rps(named)}`,
-        ratio: fmt.x(ours.rps / named.rps),
-        target: '',
-      },
-    );
-  } finally {
-    await db.drop();
-  }
+async function benchGet(db: ScratchDb): Promise<void> {
+  const cap = await captureHotPaths(db.url, { name: 'analyze_numbers', arguments: { count: 1000 } });
+  await completeTask(db, cap.taskId);
+  const body = rpcBody('tasks/get', { taskId: cap.taskId });
+  const srv = await server(db);
+  const ours = await load(mcpUrl(srv), { headers: MCP_HEADERS('tasks/get', cap.taskId), body });
+  await srv.stop();
+  const base = await baseline(db, {
+    getSql: cap.get.text,
+    getParams: getParams(cap.get.values, cap.taskId),
+    bytes: {},
+  });
+  const floorAt = (route: string) =>
+    load(`http://127.0.0.1:${base.port}${route}`, { headers: { 'content-type': 'application/json' }, body });
+  const floor = await floorAt('/get');
+  // The server runs the SELECT as a named prepared statement (src/db/prepared.ts); so can the floor.
+  const named = await floorAt('/get-named');
+  await base.stop();
+  rows.push(
+    {
+      scenario: 'tasks/get (completed task)',
+      ours: fmt.rps(ours),
+      floor: `bare Hono + pg, same SELECT: ${fmt.rps(floor)}`,
+      ratio: fmt.x(ours.rps / floor.rps),
+      target: '≥ 0.8×',
+    },
+    {
+      scenario: 'tasks/get, floor with a named statement',
+      ours: fmt.rps(ours),
+      floor: `bare Hono + pg, same SELECT prepared: ${fmt.rps(named)}`,
+      ratio: fmt.x(ours.rps / named.rps),
+      target: '',
+    },
+  );
 }
 
 // ---- tools/list and a synchronous tools/call vs a bare route returning the same bytes ----
-async function benchProtocol(): Promise<void> {
-  const db = await scratchDb('protocol');
-  try {
-    const srv = await server(db);
-    const list = rpcBody('tools/list', {});
-    const echo = rpcBody('tools/call', { name: 'echo', arguments: { text: 'hello' } }, {});
-    const bytesOf = async (body: string, method: string, name?: string) =>
-      (await fetch(mcpUrl(srv), { method: 'POST', headers: MCP_HEADERS(method, name), body })).text();
-    const bytes = {
-      list: await bytesOf(list, 'tools/list'),
-      echo: await bytesOf(echo, 'tools/call', 'echo'),
-    };
-    const oursList = await load(mcpUrl(srv), { headers: MCP_HEADERS('tools/list'), body: list });
-    const oursEcho = await load(mcpUrl(srv), { headers: MCP_HEADERS('tools/call', 'echo'), body: echo });
-    await srv.stop();
-    const base = await baseline(db, { getSql: 'select 1', getParams: [], bytes });
-    const json = { 'content-type': 'application/json' };
-    const floorList = await load(`http://127.0.0.1:${base.port}/bytes/list`, { headers: json, body: list });
-    const floorEcho = await load(`http://127.0.0.1:${base.port}/bytes/echo`, { headers: json, body: echo });
-    await base.stop();
-    rows.push(
-      {
-        scenario: `tools/list (${bytes.list.length} bytes)`,
-        ours: fmt.rps(oursList),
-        floor: `bare Hono, same bytes: ${fmt.rps(floorList)}`,
-        ratio: fmt.x(oursList.rps / floorList.rps),
-        target: '(protocol overhead)',
-      },
-      {
-        scenario: 'tools/call echo (synchronous)',
-        ours: fmt.rps(oursEcho),
-        floor: `bare Hono, same bytes: ${fmt.rps(floorEcho)}`,
-        ratio: fmt.x(oursEcho.rps / floorEcho.rps),
-        target: '(protocol overhead)',
-      },
-    );
-  } finally {
-    await db.drop();
-  }
+async function benchProtocol(db: ScratchDb): Promise<void> {
+  const srv = await server(db);
+  const list = rpcBody('tools/list', {});
+  const echo = rpcBody('tools/call', { name: 'echo', arguments: { text: 'hello' } }, {});
+  const bytesOf = async (body: string, method: string, name?: string) =>
+    (await fetch(mcpUrl(srv), { method: 'POST', headers: MCP_HEADERS(method, name), body })).text();
+  const bytes = {
+    list: await bytesOf(list, 'tools/list'),
+    echo: await bytesOf(echo, 'tools/call', 'echo'),
+  };
+  const oursList = await load(mcpUrl(srv), { headers: MCP_HEADERS('tools/list'), body: list });
+  const oursEcho = await load(mcpUrl(srv), { headers: MCP_HEADERS('tools/call', 'echo'), body: echo });
+  await srv.stop();
+  const base = await baseline(db, { getSql: 'select 1', getParams: [], bytes });
+  const json = { 'content-type': 'application/json' };
+  const floorList = await load(`http://127.0.0.1:${base.port}/bytes/list`, { headers: json, body: list });
+  const floorEcho = await load(`http://127.0.0.1:${base.port}/bytes/echo`, { headers: json, body: echo });
+  await base.stop();
+  rows.push(
+    {
+      scenario: `tools/list (${bytes.list.length} bytes)`,
+      ours: fmt.rps(oursList),
+      floor: `bare Hono, same bytes: ${fmt.rps(floorList)}`,
+      ratio: fmt.x(oursList.rps / floorList.rps),
+      target: '(protocol overhead)',
+    },
+    {
+      scenario: 'tools/call echo (synchronous)',
+      ours: fmt.rps(oursEcho),
+      floor: `bare Hono, same bytes: ${fmt.rps(floorEcho)}`,
+      ratio: fmt.x(oursEcho.rps / floorEcho.rps),
+      target: '(protocol overhead)',
+    },
+  );
 }
 
 /** The create transaction as a pgbench script: a fresh task id per transaction (`b<client>_<n>`). */
@@ -190,31 +176,26 @@ function createScript(cap: Awaited<ReturnType<typeof captureHotPaths>>): string 
 }
 
 // ---- durable create vs pgbench running the same transaction ----
-async function benchCreate(): Promise<void> {
-  const db = await scratchDb('create');
-  try {
-    const cap = await captureHotPaths(db.url, { name: 'analyze_numbers', arguments: { count: 1000 } });
-    const srv = await server(db);
-    const body = rpcBody('tools/call', { name: 'analyze_numbers', arguments: { count: 1000 } });
-    const ours = await load(mcpUrl(srv), { headers: MCP_HEADERS('tools/call', 'analyze_numbers'), body });
-    await srv.stop();
-    const script = createScript(cap);
-    const c = String(10);
-    pgbench(db.url, script, ['-M', 'simple', '-c', c, '-j', '2', '-T', '3']);
-    const floor = pgbench(db.url, script, ['-M', 'simple', '-c', c, '-j', '2', '-T', String(DURATION)]);
-    rows.push({
-      scenario: 'tools/call → CreateTaskResult (durable, no worker)',
-      ours: fmt.rps(ours),
-      floor:
-        floor === undefined
-          ? 'pgbench not installed'
-          : `pgbench, same transaction, 10 clients: ${Math.round(floor.tps)} tps`,
-      ratio: floor === undefined ? '-' : fmt.x(ours.rps / floor.tps),
-      target: '≥ 0.75×',
-    });
-  } finally {
-    await db.drop();
-  }
+async function benchCreate(db: ScratchDb): Promise<void> {
+  const cap = await captureHotPaths(db.url, { name: 'analyze_numbers', arguments: { count: 1000 } });
+  const srv = await server(db);
+  const body = rpcBody('tools/call', { name: 'analyze_numbers', arguments: { count: 1000 } });
+  const ours = await load(mcpUrl(srv), { headers: MCP_HEADERS('tools/call', 'analyze_numbers'), body });
+  await srv.stop();
+  const script = createScript(cap);
+  const c = String(10);
+  pgbench(db.url, script, ['-M', 'simple', '-c', c, '-j', '2', '-T', '3']);
+  const floor = pgbench(db.url, script, ['-M', 'simple', '-c', c, '-j', '2', '-T', String(DURATION)]);
+  rows.push({
+    scenario: 'tools/call → CreateTaskResult (durable, no worker)',
+    ours: fmt.rps(ours),
+    floor:
+      floor === undefined
+        ? 'pgbench not installed'
+        : `pgbench, same transaction, 10 clients: ${Math.round(floor.tps)} tps`,
+    ratio: floor === undefined ? '-' : fmt.x(ours.rps / floor.tps),
+    target: '≥ 0.75×',
+  });
 }
 
 // ---- drain: N queued one-chunk tasks, 1 then 2 worker processes, vs a bare SKIP LOCKED claim+complete loop ----
@@ -284,74 +265,66 @@ async function queueFloor(db: ScratchDb, clients: number): Promise<number | unde
   ])?.tps;
 }
 
-async function benchDrain(): Promise<void> {
-  const db = await scratchDb('drain');
-  try {
-    const cap = await captureHotPaths(db.url, { name: 'analyze_numbers', arguments: { count: 1000 } });
-    const script = createScript(cap);
-    const tps = (n: number | undefined) =>
-      n === undefined ? 'pgbench not installed' : `${Math.round(n)} tasks/s`;
-    // The default concurrency (16), and 4, where the issue measured; each floor at the same concurrency.
-    for (const c of DRAIN_CONCURRENCY) {
-      const one = await drainOnce(db, script, 1, c);
-      const two = await drainOnce(db, script, 2, c);
-      const floor1 = await queueFloor(db, c);
-      const floor2 = await queueFloor(db, 2 * c);
-      rows.push(
-        {
-          scenario: `drain ${DRAIN_TASKS} one-chunk tasks, 1 worker (concurrency ${c})`,
-          ours: `${Math.round(one)} tasks/s`,
-          floor: `SKIP LOCKED claim+complete, ${c} clients: ${tps(floor1)}`,
-          ratio: floor1 === undefined ? '-' : fmt.x(one / floor1),
-          target: '≥ 0.5×',
-        },
-        {
-          scenario: `drain ${DRAIN_TASKS} one-chunk tasks, 2 workers (concurrency ${c})`,
-          ours: `${Math.round(two)} tasks/s (${fmt.x(two / one)} of 1 worker)`,
-          floor: `SKIP LOCKED claim+complete, ${2 * c} clients: ${tps(floor2)}`,
-          ratio: floor2 === undefined ? '-' : fmt.x(two / floor2),
-          target: '≥ 0.5×, and ≥ 1.8× of 1 worker',
-        },
-      );
-    }
-  } finally {
-    await db.drop();
+async function benchDrain(db: ScratchDb): Promise<void> {
+  const cap = await captureHotPaths(db.url, { name: 'analyze_numbers', arguments: { count: 1000 } });
+  const script = createScript(cap);
+  const tps = (n: number | undefined) =>
+    n === undefined ? 'pgbench not installed' : `${Math.round(n)} tasks/s`;
+  // The default concurrency (16), and 4, where the issue measured; each floor at the same concurrency.
+  for (const c of DRAIN_CONCURRENCY) {
+    const one = await drainOnce(db, script, 1, c);
+    const two = await drainOnce(db, script, 2, c);
+    const floor1 = await queueFloor(db, c);
+    const floor2 = await queueFloor(db, 2 * c);
+    rows.push(
+      {
+        scenario: `drain ${DRAIN_TASKS} one-chunk tasks, 1 worker (concurrency ${c})`,
+        ours: `${Math.round(one)} tasks/s`,
+        floor: `SKIP LOCKED claim+complete, ${c} clients: ${tps(floor1)}`,
+        ratio: floor1 === undefined ? '-' : fmt.x(one / floor1),
+        target: '≥ 0.5×',
+      },
+      {
+        scenario: `drain ${DRAIN_TASKS} one-chunk tasks, 2 workers (concurrency ${c})`,
+        ours: `${Math.round(two)} tasks/s (${fmt.x(two / one)} of 1 worker)`,
+        floor: `SKIP LOCKED claim+complete, ${2 * c} clients: ${tps(floor2)}`,
+        ratio: floor2 === undefined ? '-' : fmt.x(two / floor2),
+        target: '≥ 0.5×, and ≥ 1.8× of 1 worker',
+      },
+    );
   }
 }
 
 // ---- wake-up latency: bench/task-latency.ts (tools/call → handler start, tasks/cancel → abort) ----
-async function benchLatency(): Promise<void> {
-  const db = await scratchDb('latency');
-  try {
-    const p = await startProc(
-      ['bench/task-latency.ts', process.env.BENCH_LATENCY_ITERATIONS ?? '200'],
-      { DATABASE_URL: db.url },
-      { ready: 'none' },
-    );
-    const out: string[] = [];
-    p.child.stdout!.on('data', (d: Buffer) => out.push(d.toString()));
-    await new Promise((resolve) => p.child.once('exit', resolve));
-    const text = out.join('');
-    console.log(text);
-    const p50 = (label: string) =>
-      Number(new RegExp(`${label}\\s+p50\\s+([\\d.]+) ms\\s+p99\\s+([\\d.]+) ms`).exec(text)?.[1]);
-    const p99 = (label: string) =>
-      Number(new RegExp(`${label}\\s+p50\\s+[\\d.]+ ms\\s+p99\\s+([\\d.]+) ms`).exec(text)?.[1]);
-    const echo = p50('baseline: sync echo round trip');
-    for (const [label, name] of [
-      ['tools/call sent → handler starts', 'tools/call → handler start'],
-      ['tasks/cancel sent → abort signal', 'tasks/cancel → abort signal'],
-    ] as const) {
-      rows.push({
-        scenario: name,
-        ours: `p50 ${p50(label)} ms, p99 ${p99(label)} ms`,
-        floor: `sync echo round trip: p50 ${echo} ms`,
-        ratio: fmt.x(p50(label) / echo),
-        target: 'p50 ≤ 3×, p99 ≤ 25 ms',
-      });
-    }
-  } finally {
-    await db.drop();
+async function benchLatency(db: ScratchDb): Promise<void> {
+  const p = await startProc(
+    ['bench/task-latency.ts', process.env.BENCH_LATENCY_ITERATIONS ?? '200'],
+    { DATABASE_URL: db.url },
+    { ready: 'none' },
+  );
+  const out: string[] = [];
+  p.child.stdout!.on('data', (d: Buffer) => out.push(d.toString()));
+  await new Promise((resolve) => p.child.once('exit', resolve));
+  const text = out.join('');
+  console.log(text);
+  /** A line's p50 and p99, as bench/task-latency.ts prints them. */
+  const percentiles = (label: string) => {
+    const m = new RegExp(`${label}\\s+p50\\s+([\\d.]+) ms\\s+p99\\s+([\\d.]+) ms`).exec(text);
+    return { p50: Number(m?.[1]), p99: Number(m?.[2]) };
+  };
+  const echo = percentiles('baseline: sync echo round trip').p50;
+  for (const [label, name] of [
+    ['tools/call sent → handler starts', 'tools/call → handler start'],
+    ['tasks/cancel sent → abort signal', 'tasks/cancel → abort signal'],
+  ] as const) {
+    const { p50, p99 } = percentiles(label);
+    rows.push({
+      scenario: name,
+      ours: `p50 ${p50} ms, p99 ${p99} ms`,
+      floor: `sync echo round trip: p50 ${echo} ms`,
+      ratio: fmt.x(p50 / echo),
+      target: 'p50 ≤ 3×, p99 ≤ 25 ms',
+    });
   }
 }
 
@@ -389,143 +362,132 @@ async function getAndCreate(db: ScratchDb, taskId: string) {
   return { get, create };
 }
 
-async function benchHistory(): Promise<void> {
-  const db = await scratchDb('history');
-  try {
-    const cap = await captureHotPaths(db.url, { name: 'analyze_numbers', arguments: { count: 1000 } });
-    await completeTask(db, cap.taskId);
-    await seed(db, 1, 10_000);
-    const small = await getAndCreate(db, cap.taskId);
-    await seed(db, 10_001, HISTORY_ROWS);
-    const big = await getAndCreate(db, cap.taskId);
-    const n = HISTORY_ROWS.toLocaleString('en');
-    rows.push(
-      {
-        scenario: `tasks/get with ${n} stored tasks`,
-        ours: fmt.rps(big.get),
-        floor: `with 10,000: ${fmt.rps(small.get)}`,
-        ratio: fmt.x(small.get.rps / big.get.rps),
-        target: '≤ 1.2× slower',
-      },
-      {
-        scenario: `durable create with ${n} stored tasks`,
-        ours: fmt.rps(big.create),
-        floor: `with 10,000: ${fmt.rps(small.create)}`,
-        ratio: fmt.x(small.create.rps / big.create.rps),
-        target: '≤ 1.2× slower',
-      },
-    );
+async function benchHistory(db: ScratchDb): Promise<void> {
+  const cap = await captureHotPaths(db.url, { name: 'analyze_numbers', arguments: { count: 1000 } });
+  await completeTask(db, cap.taskId);
+  await seed(db, 1, 10_000);
+  const small = await getAndCreate(db, cap.taskId);
+  await seed(db, 10_001, HISTORY_ROWS);
+  const big = await getAndCreate(db, cap.taskId);
+  const n = HISTORY_ROWS.toLocaleString('en');
+  rows.push(
+    {
+      scenario: `tasks/get with ${n} stored tasks`,
+      ours: fmt.rps(big.get),
+      floor: `with 10,000: ${fmt.rps(small.get)}`,
+      ratio: fmt.x(small.get.rps / big.get.rps),
+      target: '≤ 1.2× slower',
+    },
+    {
+      scenario: `durable create with ${n} stored tasks`,
+      ours: fmt.rps(big.create),
+      floor: `with 10,000: ${fmt.rps(small.create)}`,
+      ratio: fmt.x(small.create.rps / big.create.rps),
+      target: '≤ 1.2× slower',
+    },
+  );
 
-    // The sweeper purging HISTORY_ROWS expired tasks while tasks/get is served. The worker runs through both
-    // phases (its start-up is not measured): first with nothing expired, then once every seeded task is.
-    const srv = await server(db);
-    const request = {
-      headers: MCP_HEADERS('tasks/get', cap.taskId),
-      body: rpcBody('tasks/get', { taskId: cap.taskId }),
-    };
-    const sweeper = await worker(db, {
-      SWEEP_INTERVAL_MS: '1000',
-      TASK_PURGE_GRACE_MS: '0',
-      WORKER_CONCURRENCY: '1',
-    });
-    await sleep(5_000);
-    const before = await load(mcpUrl(srv), request);
-    await db.sql(`update tasks set expires_at = now() - interval '1 hour' where task_id like 'h%'`);
-    await db.sql('vacuum analyze tasks');
-    const started = Date.now();
-    const during = await load(mcpUrl(srv), request, { warmup: 0 });
-    let left = 0;
-    for (;;) {
-      left = (
-        (await db.sql(`select count(*)::int as n from tasks where task_id like 'h%'`)) as [{ n: number }]
-      )[0].n;
-      if (left === 0 || Date.now() - started > 600_000) break;
-      await sleep(500);
-    }
-    const sweptIn = (Date.now() - started) / 1000;
-    await sweeper.stop();
-    await srv.stop();
-    rows.push({
-      scenario: `tasks/get while the sweeper purges ${n} expired tasks`,
-      ours: `p99 ${during.p99} ms, ${Math.round(during.rps)} req/s (purged in ${sweptIn.toFixed(0)} s${left > 0 ? `, ${left} left` : ''})`,
-      floor: `before the sweep: p99 ${before.p99} ms, ${Math.round(before.rps)} req/s`,
-      ratio: fmt.x(during.p99 / Math.max(before.p99, 0.001)),
-      target: 'p99 ≤ 1.5×',
-    });
-  } finally {
-    await db.drop();
+  // The sweeper purging HISTORY_ROWS expired tasks while tasks/get is served. The worker runs through both
+  // phases (its start-up is not measured): first with nothing expired, then once every seeded task is.
+  const srv = await server(db);
+  const request = {
+    headers: MCP_HEADERS('tasks/get', cap.taskId),
+    body: rpcBody('tasks/get', { taskId: cap.taskId }),
+  };
+  const sweeper = await worker(db, {
+    SWEEP_INTERVAL_MS: '1000',
+    TASK_PURGE_GRACE_MS: '0',
+    WORKER_CONCURRENCY: '1',
+  });
+  await sleep(5_000);
+  const before = await load(mcpUrl(srv), request);
+  await db.sql(`update tasks set expires_at = now() - interval '1 hour' where task_id like 'h%'`);
+  await db.sql('vacuum analyze tasks');
+  const started = Date.now();
+  const during = await load(mcpUrl(srv), request, { warmup: 0 });
+  let left = 0;
+  for (;;) {
+    left = (
+      (await db.sql(`select count(*)::int as n from tasks where task_id like 'h%'`)) as [{ n: number }]
+    )[0].n;
+    if (left === 0 || Date.now() - started > 600_000) break;
+    await sleep(500);
   }
+  const sweptIn = (Date.now() - started) / 1000;
+  await sweeper.stop();
+  await srv.stop();
+  rows.push({
+    scenario: `tasks/get while the sweeper purges ${n} expired tasks`,
+    ours: `p99 ${during.p99} ms, ${Math.round(during.rps)} req/s (purged in ${sweptIn.toFixed(0)} s${left > 0 ? `, ${left} left` : ''})`,
+    floor: `before the sweep: p99 ${before.p99} ms, ${Math.round(before.rps)} req/s`,
+    ratio: fmt.x(during.p99 / Math.max(before.p99, 0.001)),
+    target: 'p99 ≤ 1.5×',
+  });
 }
 
 // ---- memory: an HTTP instance after warm-up, then after rounds of 30,000 mixed requests ----
 const MEMORY_REQUESTS = Number(process.env.BENCH_MEMORY_REQUESTS ?? 30_000);
 
-async function benchMemory(): Promise<void> {
-  const db = await scratchDb('memory');
-  try {
-    const cap = await captureHotPaths(db.url, { name: 'analyze_numbers', arguments: { count: 1000 } });
-    await completeTask(db, cap.taskId);
-    const srv = await server(db, {}, ['--expose-gc']);
-    const url = mcpUrl(srv);
-    const valid = [
-      { headers: MCP_HEADERS('tasks/get', cap.taskId), body: rpcBody('tasks/get', { taskId: cap.taskId }) },
-      { headers: MCP_HEADERS('tools/list'), body: rpcBody('tools/list', {}) },
-      {
-        headers: MCP_HEADERS('tools/call', 'echo'),
-        body: rpcBody('tools/call', { name: 'echo', arguments: { text: 'hi' } }, {}),
-      },
-      {
-        headers: MCP_HEADERS('tools/call', 'analyze_numbers'),
-        body: rpcBody('tools/call', { name: 'analyze_numbers', arguments: { count: 10 } }),
-      },
-    ];
-    const hostile = [
-      { headers: MCP_HEADERS('tasks/get'), body: '{"jsonrpc":"2.0","id":1,"method":' },
-      {
-        headers: MCP_HEADERS('tasks/get', 'nope'),
-        body: rpcBody('tasks/get', { taskId: 'no-such-task-0000' }),
-      },
-      {
-        headers: MCP_HEADERS('tools/call', 'echo'),
-        body: rpcBody('tools/call', { name: 'echo', arguments: { text: 42 } }, {}),
-      },
-      { headers: MCP_HEADERS('tools/list', 'mismatch'), body: rpcBody('tasks/get', { taskId: cap.taskId }) },
-      {
-        headers: MCP_HEADERS('tools/call', 'echo'),
-        body: rpcBody('tools/call', { name: 'echo', arguments: { text: 'x'.repeat(1_100_000) } }, {}),
-      },
-    ];
-    const post = (rs: typeof valid) => rs.map((r) => ({ method: 'POST' as const, ...r }));
-    const mixed = post([...valid, ...valid, ...hostile]);
-    await load(url, valid[0]!, { duration: 3, warmup: 0 });
-    const warmGet = await memoryOf(srv);
-    // The warm-up the ratio is taken against runs every valid path of the mix once the pools, the JIT
-    // and the lazily loaded modules are warm, so that what the rounds add is what the mix costs.
-    await autocannon({ url, connections: 10, duration: 3, requests: post(valid) });
-    const warm = await memoryOf(srv);
-    const after: Array<{ rss: number; heapUsed: number }> = [];
-    for (let round = 0; round < 3; round++) {
-      await autocannon({ url, connections: 10, amount: MEMORY_REQUESTS, requests: mixed });
-      after.push(await memoryOf(srv));
-    }
-    await srv.stop();
-    rows.push({
-      scenario: `HTTP instance memory, 3 rounds of ${MEMORY_REQUESTS.toLocaleString('en')} mixed requests`,
-      ours: after
-        .map((m, i) => `round ${i + 1}: RSS ${fmt.mb(m.rss)}, heap ${fmt.mb(m.heapUsed)}`)
-        .join('; '),
-      floor:
-        `after warm-up (3 s of the valid requests): RSS ${fmt.mb(warm.rss)}, heap ${fmt.mb(warm.heapUsed)}` +
-        ` (after 3 s of tasks/get alone: RSS ${fmt.mb(warmGet.rss)})`,
-      ratio: fmt.x(after.at(-1)!.rss / warm.rss),
-      target: '≤ 1.3×, no growth across rounds',
-    });
-  } finally {
-    await db.drop();
+async function benchMemory(db: ScratchDb): Promise<void> {
+  const cap = await captureHotPaths(db.url, { name: 'analyze_numbers', arguments: { count: 1000 } });
+  await completeTask(db, cap.taskId);
+  const srv = await server(db, {}, ['--expose-gc']);
+  const url = mcpUrl(srv);
+  const valid = [
+    { headers: MCP_HEADERS('tasks/get', cap.taskId), body: rpcBody('tasks/get', { taskId: cap.taskId }) },
+    { headers: MCP_HEADERS('tools/list'), body: rpcBody('tools/list', {}) },
+    {
+      headers: MCP_HEADERS('tools/call', 'echo'),
+      body: rpcBody('tools/call', { name: 'echo', arguments: { text: 'hi' } }, {}),
+    },
+    {
+      headers: MCP_HEADERS('tools/call', 'analyze_numbers'),
+      body: rpcBody('tools/call', { name: 'analyze_numbers', arguments: { count: 10 } }),
+    },
+  ];
+  const hostile = [
+    { headers: MCP_HEADERS('tasks/get'), body: '{"jsonrpc":"2.0","id":1,"method":' },
+    {
+      headers: MCP_HEADERS('tasks/get', 'nope'),
+      body: rpcBody('tasks/get', { taskId: 'no-such-task-0000' }),
+    },
+    {
+      headers: MCP_HEADERS('tools/call', 'echo'),
+      body: rpcBody('tools/call', { name: 'echo', arguments: { text: 42 } }, {}),
+    },
+    { headers: MCP_HEADERS('tools/list', 'mismatch'), body: rpcBody('tasks/get', { taskId: cap.taskId }) },
+    {
+      headers: MCP_HEADERS('tools/call', 'echo'),
+      body: rpcBody('tools/call', { name: 'echo', arguments: { text: 'x'.repeat(1_100_000) } }, {}),
+    },
+  ];
+  const post = (rs: typeof valid) => rs.map((r) => ({ method: 'POST' as const, ...r }));
+  const mixed = post([...valid, ...valid, ...hostile]);
+  await load(url, valid[0]!, { duration: 3, warmup: 0 });
+  const warmGet = await memoryOf(srv);
+  // The warm-up the ratio is taken against runs every valid path of the mix once the pools, the JIT
+  // and the lazily loaded modules are warm, so that what the rounds add is what the mix costs.
+  await autocannon({ url, connections: 10, duration: 3, requests: post(valid) });
+  const warm = await memoryOf(srv);
+  const after: Array<{ rss: number; heapUsed: number }> = [];
+  for (let round = 0; round < 3; round++) {
+    await autocannon({ url, connections: 10, amount: MEMORY_REQUESTS, requests: mixed });
+    after.push(await memoryOf(srv));
   }
+  await srv.stop();
+  rows.push({
+    scenario: `HTTP instance memory, 3 rounds of ${MEMORY_REQUESTS.toLocaleString('en')} mixed requests`,
+    ours: after.map((m, i) => `round ${i + 1}: RSS ${fmt.mb(m.rss)}, heap ${fmt.mb(m.heapUsed)}`).join('; '),
+    floor:
+      `after warm-up (3 s of the valid requests): RSS ${fmt.mb(warm.rss)}, heap ${fmt.mb(warm.heapUsed)}` +
+      ` (after 3 s of tasks/get alone: RSS ${fmt.mb(warmGet.rss)})`,
+    ratio: fmt.x(after.at(-1)!.rss / warm.rss),
+    target: '≤ 1.3×, no growth across rounds',
+  });
 }
 
-const RUN: Record<Scenario, () => Promise<void>> = {
+/** Each scenario runs on a scratch database of its own, dropped after it. */
+const RUN: Record<Scenario, (db: ScratchDb) => Promise<void>> = {
   get: benchGet,
   protocol: benchProtocol,
   create: benchCreate,
@@ -541,7 +503,12 @@ console.log(
 for (const s of chosen) {
   const t = Date.now();
   try {
-    await RUN[s]();
+    const db = await scratchDb(s);
+    try {
+      await RUN[s](db);
+    } finally {
+      await db.drop();
+    }
   } catch (err) {
     rows.push({
       scenario: s,
