@@ -145,6 +145,9 @@ const ConfigSchema = z.object({
   WORKER_CONCURRENCY: intFromEnv(16, 1).describe(
     'Task runs at once per worker process (legs mostly wait on I/O and on Postgres; their writes are batched).',
   ),
+  WORKER_EAGER_START: boolFromEnv(true).describe(
+    'A process that serves HTTP and runs workers starts a task it creates on its own idle worker (claimed in the create statement, no queue round trips); false: every task goes through the queue.',
+  ),
   WORKER_POLL_INTERVAL_MS: intFromEnv(5_000, 10).describe(
     'Idle workers fetch at once on a NOTIFY; this backstop poll covers lost wake-ups and delayed retries.',
   ),

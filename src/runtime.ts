@@ -263,7 +263,11 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         tools,
         resources: new ResourceRegistry(opts.resources, opts.resourceTemplates),
         prompts: new PromptRegistry(opts.prompts),
-        tasks: new TaskService({ db, queue }),
+        tasks: new TaskService({
+          db,
+          queue,
+          startHere: config.WORKER_EAGER_START ? () => workers?.startHere() : undefined,
+        }),
         requestState: new RequestStateSealer(secret),
         events,
         feed,

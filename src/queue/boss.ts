@@ -8,6 +8,7 @@ import {
   type Database,
   type SessionTimeouts,
 } from '../db/database.ts';
+import { embeddable, type Statement } from '../db/statements.ts';
 import { CHANNELS } from '../events/change-feed.ts';
 import type { TaskQueue } from './task-queue.ts';
 
@@ -113,5 +114,26 @@ export class BossTaskQueue implements TaskQueue {
     });
     // Wakes idle workers at commit; a delayed run is found by the worker that scheduled it, or the poll.
     if (delay === 0) await sql`select pg_notify(${CHANNELS.run}, ${taskId})`.execute(executor);
+  }
+
+  /**
+   * pg-boss's own INSERT of the run job, as `send` builds it (the queue's policy, retry and retention
+   * settings), taken through send's public `db` option without being run; and the wake-up. Undefined
+   * should a pg-boss version build something that cannot be embedded (several statements, other `$`).
+   */
+  async firstRun(taskId: string): Promise<Statement[] | undefined> {
+    const sent: Statement[] = [];
+    const payload: RunJob = { taskId };
+    await this.#boss.send(RUN_QUEUE, payload, {
+      db: {
+        executeSql: (text: string, values?: unknown[]) => {
+          sent.push({ text, values: values ?? [] });
+          return Promise.resolve({ rows: [{ id: '' }] });
+        },
+      },
+    });
+    const [insert] = sent;
+    if (sent.length !== 1 || insert === undefined || !embeddable(insert)) return undefined;
+    return [insert, { text: 'select pg_notify($1, $2)', values: [CHANNELS.run, taskId] }];
   }
 }

@@ -5,7 +5,8 @@ import { TaskNotFoundError } from './errors.ts';
 import type { InputResponses } from '../core/wire.ts';
 import { newTaskId } from './ids.ts';
 import { cancelNow, requestCancel } from './store/cancel.ts';
-import { insertTask, type NewTask } from './store/create.ts';
+import { insertClaimedTask, insertTask, insertTaskWith, type NewTask } from './store/create.ts';
+import type { ClaimedTask } from './store/lease.ts';
 import { answerInputRequests, type AnswerOutcome } from './store/input.ts';
 import { listTasks } from './store/list.ts';
 import { getTaskView, getTaskViews, ownedTaskIds } from './store/read.ts';
@@ -16,10 +17,26 @@ export type TaskChangeNotifier = (executor: Kysely<Database>, taskId: string) =>
 
 export type { TaskQueue };
 
+/**
+ * A free slot of this process's worker pool, held while a task is created in it: the task is inserted
+ * claimed by that worker and its first leg starts here once the insert commits, with no queue in between
+ * (the way Temporal's eager workflow start hands a co-located worker its first task).
+ */
+export interface LocalStart {
+  readonly workerId: string;
+  readonly leaseMs: number;
+  /** Starts the leg of the committed, claimed task (after the caller's current turn). */
+  run(task: ClaimedTask): void;
+  /** The create failed: the slot is free again. */
+  release(): void;
+}
+
 export interface TaskServiceDeps {
   db: Kysely<Database>;
   queue: TaskQueue;
   onChange?: TaskChangeNotifier;
+  /** A slot of a worker in this process, if one is free and idle (see LocalStart). */
+  startHere?: (() => LocalStart | undefined) | undefined;
 }
 
 /** What the protocol methods do to tasks; every write that must be durable commits before it returns. */
@@ -27,17 +44,38 @@ export class TaskService {
   readonly #db: Kysely<Database>;
   readonly #queue: TaskQueue;
   readonly #onChange: TaskChangeNotifier;
+  readonly #startHere: () => LocalStart | undefined;
 
-  constructor({ db, queue, onChange }: TaskServiceDeps) {
+  constructor({ db, queue, onChange, startHere }: TaskServiceDeps) {
     this.#db = db;
     this.#queue = queue;
     this.#onChange = onChange ?? (async () => {});
+    this.#startHere = startHere ?? (() => undefined);
   }
 
-  /** Inserts the task and its first job in one transaction; returns only after the commit. */
+  /**
+   * Inserts the task and its first run atomically; returns only after the commit. Claimed by a worker of
+   * this process when one is free (one statement, and the leg starts here); otherwise with its job and
+   * wake-up in one statement where the queue can give its part as SQL, in a transaction where not.
+   */
   async create(task: Omit<NewTask, 'taskId'>): Promise<TaskView> {
+    const taskId = newTaskId();
+    const slot = this.#startHere();
+    if (slot !== undefined) {
+      let created: Awaited<ReturnType<typeof insertClaimedTask>>;
+      try {
+        created = await insertClaimedTask(this.#db, { ...task, taskId }, slot.workerId, slot.leaseMs);
+      } catch (err) {
+        slot.release();
+        throw err;
+      }
+      slot.run(created.claimed);
+      return created.view;
+    }
+    const firstRun = await this.#queue.firstRun?.(taskId);
+    if (firstRun !== undefined) return insertTaskWith(this.#db, { ...task, taskId }, firstRun);
     return this.#db.transaction().execute(async (trx) => {
-      const view = await insertTask(trx, { ...task, taskId: newTaskId() });
+      const view = await insertTask(trx, { ...task, taskId });
       await this.#queue.enqueueRun(trx, view.taskId);
       return view;
     });

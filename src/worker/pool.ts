@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type { JobWithMetadata, PgBoss } from 'pg-boss';
 import type { Database } from '../db/database.ts';
@@ -15,8 +15,8 @@ import {
   type ExecutorDeps,
   type RunningAttempts,
 } from './executor.ts';
-import type { TaskQueue } from '../tasks/service.ts';
-import { checkLeases, LeaseLostError, renewLeases } from '../tasks/store/lease.ts';
+import type { LocalStart, TaskQueue } from '../tasks/service.ts';
+import { checkLeases, LeaseLostError, renewLeases, type ClaimedTask } from '../tasks/store/lease.ts';
 import { HandoffSignal } from './task-runtime.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { Metrics } from '../core/metrics.ts';
@@ -61,6 +61,12 @@ export interface WorkerPool {
   sweep(): Promise<{ reclaimed: number; expired: number; purged: number }>;
   /** Runs one sweep of 2025-11-25 sessions now (idle or ended sessions, old stream events). */
   sweepSessions(): Promise<{ sessions: number; events: number }>;
+  /**
+   * A slot for a task this process is creating, to run here without the queue (see LocalStart):
+   * only while the pool has a free slot and no queued runs are waiting (a new task must not overtake a
+   * backlog), and not while it stops.
+   */
+  startHere(): LocalStart | undefined;
   /** Graceful: stop fetching, let running steps finish (up to the grace period), hand the rest back. */
   stop(): Promise<void>;
 }
@@ -208,20 +214,38 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
               }),
           ),
         );
-        valid.forEach(({ taskId }, i) =>
-          track(
-            runTaskLeg(deps, taskId, claims[i])
-              .catch((err: unknown) =>
-                log.warn('run failed before it settled', { taskId, error: coerceError(err).message }),
-              )
-              .finally(() => {
-                active--;
-                slotFreed();
-              }),
-          ),
-        );
+        valid.forEach(({ taskId }, i) => runLeg(taskId, claims[i]));
       })(),
     );
+  };
+  /** Runs a leg (once `after` resolves) in a slot already counted in `active`; frees the slot at its end. */
+  const runLeg = (taskId: string, claimed: ClaimedTask | undefined, after?: Promise<void>) =>
+    track(
+      (after === undefined
+        ? runTaskLeg(deps, taskId, claimed)
+        : after.then(() => runTaskLeg(deps, taskId, claimed))
+      )
+        .catch((err: unknown) =>
+          log.warn('run failed before it settled', { taskId, error: coerceError(err).message }),
+        )
+        .finally(() => {
+          active--;
+          slotFreed();
+        }),
+    );
+  const startHere = (): LocalStart | undefined => {
+    if (stopping || runsWaiting || active >= concurrency) return undefined;
+    active++;
+    return {
+      workerId,
+      leaseMs,
+      // After the caller's turn: the create's answer goes out before the handler's first synchronous work.
+      run: (task) => runLeg(task.taskId, task, nextTurn()),
+      release: () => {
+        active--;
+        slotFreed();
+      },
+    };
   };
 
   const loop = (async () => {
@@ -346,6 +370,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
   return {
     workerId,
     running,
+    startHere,
     sweep: sweeper.sweep,
     sweepSessions: sweeper.sweepSessions,
     async stop() {

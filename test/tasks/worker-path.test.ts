@@ -1,14 +1,19 @@
 // What the worker's fast path keeps: a status message still waiting for its throttle is written with the
 // completion (no separate write, no lost message), and a cancel reaches a running handler by NOTIFY alone
 // (the periodic lease check is set far beyond the test's patience), and an idle worker fetches once per
-// task it is woken for.
+// task it is woken for. Every task goes through the queue here (no eager start on this process's worker).
 import { describe, expect, it } from 'vitest';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { useTestServer } from '../helpers/runtime.ts';
 
 const server = useTestServer({
   tools: SHIPPED_TOOLS,
-  env: { STATUS_THROTTLE_MS: '60000', CANCEL_CHECK_INTERVAL_MS: '600000', WORKER_POLL_INTERVAL_MS: '600000' },
+  env: {
+    STATUS_THROTTLE_MS: '60000',
+    CANCEL_CHECK_INTERVAL_MS: '600000',
+    WORKER_POLL_INTERVAL_MS: '600000',
+    WORKER_EAGER_START: 'false',
+  },
 });
 
 describe('the worker path', () => {

@@ -1,8 +1,9 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
+import { withStatements, type Statement } from '../../db/statements.ts';
 import type { ClientCapabilities, JsonObject } from '../../core/wire.ts';
 import type { TraceCarrier } from '../../core/tracing.ts';
-import { claimDeadline } from './lease.ts';
+import { claimDeadline, type ClaimedTask } from './lease.ts';
 import { TASK_VIEW_COLUMNS, toTaskView, type TaskView } from './view.ts';
 
 export interface NewTask {
@@ -22,7 +23,63 @@ export interface NewTask {
 
 /** Inserts a task in `working`; run it in the transaction that also enqueues its job. */
 export async function insertTask(db: Kysely<Database>, task: NewTask): Promise<TaskView> {
-  const row = await db
+  return toTaskView(await insertQuery(db, task).executeTakeFirstOrThrow());
+}
+
+/**
+ * Inserts a task in `working` and, in the same statement, `also` (its first run's job and wake-up):
+ * one round trip, committed when it returns.
+ */
+export async function insertTaskWith(
+  db: Kysely<Database>,
+  task: NewTask,
+  also: readonly Statement[],
+): Promise<TaskView> {
+  const { rows } = await db.executeQuery(withStatements(insertQuery(db, task).compile(), also));
+  const [row] = rows;
+  if (row === undefined) throw new Error(`inserting task ${task.taskId} returned no row`);
+  return toTaskView(row);
+}
+
+/**
+ * Inserts a task already claimed by `workerId` (its first attempt, leased; the attempt's record in the
+ * same statement), for a worker in this process to run at once: no job, no fetch, no separate claim. If
+ * that worker dies, the lease lapses and the sweeper hands the task to another, as for any attempt.
+ */
+export async function insertClaimedTask(
+  db: Kysely<Database>,
+  task: NewTask,
+  workerId: string,
+  leaseMs: number,
+): Promise<{ view: TaskView; claimed: ClaimedTask }> {
+  const insert = insertQuery(db, task, { workerId, leaseMs }).compile();
+  const recorded: Statement = {
+    text: `insert into task_attempts (task_id, attempt, worker_id, lease_expires_at)
+      select task_id, attempt, $1, lease_expires_at from main returning task_id`,
+    values: [workerId],
+  };
+  const { rows } = await db.executeQuery(withStatements(insert, [recorded]));
+  const [row] = rows;
+  if (row === undefined) throw new Error(`inserting task ${task.taskId} returned no row`);
+  return {
+    view: toTaskView(row),
+    claimed: {
+      taskId: task.taskId,
+      principal: task.principal,
+      toolName: task.toolName,
+      arguments: task.arguments,
+      prepared: task.prepared,
+      clientCapabilities: task.clientCapabilities,
+      attempt: row.attempt,
+      failures: 0,
+      createdAt: row.created_at,
+      traceContext: task.traceContext ?? null,
+    },
+  };
+}
+
+function insertQuery(db: Kysely<Database>, task: NewTask, claim?: { workerId: string; leaseMs: number }) {
+  return db
     .insertInto('tasks')
     .values({
       task_id: task.taskId,
@@ -36,11 +93,15 @@ export async function insertTask(db: Kysely<Database>, task: NewTask): Promise<T
       status: 'working',
       ttl_ms: task.ttlMs,
       poll_interval_ms: task.pollIntervalMs,
-      lease_expires_at: claimDeadline(),
+      ...(claim === undefined
+        ? { lease_expires_at: claimDeadline() }
+        : {
+            attempt: 1,
+            leased_by: claim.workerId,
+            lease_expires_at: sql<Date>`now() + ${claim.leaseMs} * interval '1 millisecond'`,
+          }),
       // now() is the transaction's start, the same instant created_at defaults to.
       expires_at: task.ttlMs === null ? null : sql<Date>`now() + ${task.ttlMs} * interval '1 millisecond'`,
     })
-    .returning(TASK_VIEW_COLUMNS)
-    .executeTakeFirstOrThrow();
-  return toTaskView(row);
+    .returning([...TASK_VIEW_COLUMNS, 'attempt', 'lease_expires_at']);
 }
