@@ -33,7 +33,11 @@ async function captured(fn: () => Promise<unknown>): Promise<Statement[]> {
   return seen;
 }
 
-/** tasks/get's SELECT (one round trip) and the create transaction (BEGIN … COMMIT), with the ids they used. */
+/**
+ * tasks/get's SELECT (one round trip) and the create as the server runs it with no worker in its process
+ * (one statement: the task, pg-boss's job, the wake-up), with the ids they used; and `createTransaction`,
+ * the same create as the transaction it was before (BEGIN, task INSERT, job INSERT, NOTIFY, COMMIT).
+ */
 export async function captureHotPaths(
   connectionString: string,
   tool: { name: string; arguments: Record<string, unknown> } = { name: 'echo', arguments: { text: 'x' } },
@@ -43,22 +47,35 @@ export async function captureHotPaths(
   boss.on('error', () => {});
   await boss.start();
   try {
-    const tasks = new TaskService({ db, queue: new BossTaskQueue(boss) });
-    let taskId = '';
-    const create = await captured(async () => {
-      const view = await tasks.create({
-        principal: 'local',
-        toolName: tool.name,
-        arguments: tool.arguments,
-        prepared: undefined,
-        clientCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } },
-        ttlMs: 3_600_000,
-        pollIntervalMs: 1000,
+    const queue = new BossTaskQueue(boss);
+    const createWith = async (tasks: TaskService) => {
+      let taskId = '';
+      const statements = await captured(async () => {
+        const view = await tasks.create({
+          principal: 'local',
+          toolName: tool.name,
+          arguments: tool.arguments,
+          prepared: undefined,
+          clientCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+          ttlMs: 3_600_000,
+          pollIntervalMs: 1000,
+        });
+        taskId = view.taskId;
       });
-      taskId = view.taskId;
-    });
+      return { taskId, statements };
+    };
+    // A queue that cannot give its part as SQL: the create falls back to its transaction.
+    const inTransaction = await createWith(
+      new TaskService({ db, queue: { enqueueRun: (...args) => queue.enqueueRun(...args) } }),
+    );
+    const { taskId, statements: create } = await createWith(new TaskService({ db, queue }));
     const get = await captured(() => getTaskView(db, taskId, 'local'));
-    return { taskId, create, get: get.at(-1)! };
+    return {
+      taskId,
+      create,
+      createTransaction: { taskId: inTransaction.taskId, statements: inTransaction.statements },
+      get: get.at(-1)!,
+    };
   } finally {
     await boss.stop({ graceful: false, close: true }).catch(() => {});
     await db.destroy();
