@@ -211,7 +211,7 @@ async function benchCreate(db: ScratchDb): Promise<void> {
 
 // ---- drain: N queued one-chunk tasks, 1 then 2 worker processes, vs a bare SKIP LOCKED claim+complete loop ----
 const DRAIN_TASKS = Number(process.env.BENCH_DRAIN_TASKS ?? 5000);
-const DRAIN_CONCURRENCY = (process.env.BENCH_DRAIN_CONCURRENCY ?? '16,4').split(',').map(Number);
+const DRAIN_CONCURRENCY = (process.env.BENCH_DRAIN_CONCURRENCY ?? '32,16,4').split(',').map(Number);
 
 async function drainOnce(
   db: ScratchDb,
@@ -281,7 +281,7 @@ async function benchDrain(db: ScratchDb): Promise<void> {
   const script = createScript({ taskId: cap.taskId, statements: cap.create });
   const tps = (n: number | undefined) =>
     n === undefined ? 'pgbench not installed' : `${Math.round(n)} tasks/s`;
-  // The default concurrency (16), and 4, where the issue measured; each floor at the same concurrency.
+  // The default concurrency (32), 16, and 4 where the issue measured; each floor at the same concurrency.
   for (const c of DRAIN_CONCURRENCY) {
     const one = await drainOnce(db, script, 1, c);
     const two = await drainOnce(db, script, 2, c);

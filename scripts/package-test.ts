@@ -304,7 +304,7 @@ try {
   check(typeErrors === '', 'tools.ts type-checks against the installed package', typeErrors);
   const help = sh('npx', ['--no-install', 'durable-mcp-tasks', 'start', '--help'], project, cleanEnv());
   check(
-    /DATABASE_URL/.test(help) && /WORKER_CONCURRENCY\s+default 16/.test(help),
+    /DATABASE_URL/.test(help) && /WORKER_CONCURRENCY\s+default 32/.test(help),
     '`start --help` lists the environment with defaults',
   );
 

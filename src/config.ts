@@ -142,7 +142,7 @@ const ConfigSchema = z.object({
     'Retries of a handler that crashed with an unexpected exception, before the task is failed.',
   ),
   TASK_RETRY_DELAY_SECONDS: intFromEnv(1).describe('Delay before a crashed handler is retried.'),
-  WORKER_CONCURRENCY: intFromEnv(16, 1).describe(
+  WORKER_CONCURRENCY: intFromEnv(32, 1).describe(
     'Task runs at once per worker process (legs mostly wait on I/O and on Postgres; their writes are batched).',
   ),
   WORKER_EAGER_START: boolFromEnv(true).describe(

@@ -83,7 +83,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     queue,
     feed,
     tools,
-    concurrency = 16,
+    concurrency = 32,
     pollIntervalMs = 5_000,
     leaseMs = 15_000,
     cancelCheckIntervalMs = 1_000,
