@@ -184,10 +184,12 @@ describe('creating on an idle worker of this process', () => {
   });
 
   it('goes through the queue when the worker is busy', async () => {
+    // (100 chunks of 100 ms: running until it is cancelled.)
     await untilIdle(rt);
     const mcp = new RawMcp(rt.url);
-    const busy = (await mcp.callTool('analyze_numbers', { count: 100_000, delayMsPerChunk: 50 }))
-      .taskId as string;
+    const busy = (
+      await mcp.callTool('analyze_numbers', { count: 100_000, chunkSize: 1000, delayMsPerChunk: 100 })
+    ).taskId as string;
     expect(await jobsOf(busy)).toEqual([]);
     const queued = (await mcp.callTool('analyze_numbers', { count: 10 })).taskId as string;
     expect(await jobsOf(queued)).toHaveLength(1);
