@@ -62,15 +62,17 @@ export class TaskService {
     const taskId = newTaskId();
     const slot = this.#startHere();
     if (slot !== undefined) {
-      let created: Awaited<ReturnType<typeof insertClaimedTask>>;
-      try {
-        created = await insertClaimedTask(this.#db, { ...task, taskId }, slot.workerId, slot.leaseMs);
-      } catch (err) {
+      const { view, claimed } = await insertClaimedTask(
+        this.#db,
+        { ...task, taskId },
+        slot.workerId,
+        slot.leaseMs,
+      ).catch((err: unknown) => {
         slot.release();
         throw err;
-      }
-      slot.run(created.claimed);
-      return created.view;
+      });
+      slot.run(claimed);
+      return view;
     }
     const firstRun = await this.#queue.firstRun?.(taskId);
     if (firstRun !== undefined) return insertTaskWith(this.#db, { ...task, taskId }, firstRun);
