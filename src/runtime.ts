@@ -31,7 +31,7 @@ import type { PromptDefinition } from './prompts/define.ts';
 import { PromptRegistry } from './prompts/registry.ts';
 import type { ResourceDefinition, ResourceTemplateDefinition } from './resources/define.ts';
 import { ResourceRegistry } from './resources/registry.ts';
-import { SessionService } from './sessions/service.ts';
+import { SessionService } from './rev2025-11-25/sessions/service.ts';
 import type { ToolDefinition } from './tools/define.ts';
 import { ToolRegistry } from './tools/registry.ts';
 import { RequestStateSealer } from './tools/request-state.ts';

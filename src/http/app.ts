@@ -7,9 +7,9 @@ import { PROTOCOL_VERSION } from '../core/wire.ts';
 import { authMiddleware, type AuthEnv, type AuthMiddlewareOptions } from './auth/middleware.ts';
 import { dashboardRoutes, type DashboardOptions } from './dashboard.ts';
 import { operationalRoutes, type OperationalOptions } from './health.ts';
-import { SESSION_HEADER, type LegacyOptions } from './legacy/common.ts';
-import { legacyDelete, legacyGet } from './legacy/get.ts';
-import { legacyPost } from './legacy/post.ts';
+import { SESSION_HEADER, type LegacyOptions } from '../rev2025-11-25/common.ts';
+import { legacyDelete, legacyGet } from '../rev2025-11-25/get.ts';
+import { legacyPost } from '../rev2025-11-25/post.ts';
 import { mcpPost } from './mcp-route.ts';
 import { hostCheck, originCheck } from './origin.ts';
 

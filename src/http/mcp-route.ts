@@ -13,7 +13,7 @@ import {
 import { ProtocolError, ProtocolErrorCode, toProtocolError } from '../core/errors.ts';
 import { PROTOCOL_VERSION, type RequestId, type RequestMeta } from '../core/wire.ts';
 import type { Notification } from '../core/wire.ts';
-import { isLegacyPost } from './legacy/common.ts';
+import { isLegacyPost } from '../rev2025-11-25/common.ts';
 import { validateRoutingHeaders } from '../protocol/routing-headers.ts';
 
 export interface McpRouteOptions {

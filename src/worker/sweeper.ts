@@ -4,7 +4,7 @@ import type { Metrics } from '../core/metrics.ts';
 import { coerceError, type Logger } from '../log.ts';
 import type { TaskQueue } from '../tasks/service.ts';
 import { reclaimExpiredLeases, redeliverStuckRuns } from '../tasks/store/lease.ts';
-import { purgeSessionEvents, purgeSessions } from '../sessions/sweep.ts';
+import { purgeSessionEvents, purgeSessions } from '../rev2025-11-25/sessions/sweep.ts';
 import { expireTasks, purgeTasks, sweepNeeded } from '../tasks/store/sweep.ts';
 
 export interface SweeperOptions {

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { RequestContext } from '../../protocol/context.ts';
-import { ProtocolError, ProtocolErrorCode, toProtocolError } from '../../core/errors.ts';
-import { toLegacyResult } from '../../protocol/legacy/shapes.ts';
-import type { InputRequests, JsonObject } from '../../core/wire.ts';
-import type { Session } from '../../sessions/store.ts';
+import type { RequestContext } from '../protocol/context.ts';
+import { ProtocolError, ProtocolErrorCode, toProtocolError } from '../core/errors.ts';
+import { toLegacyResult } from './shapes.ts';
+import type { InputRequests, JsonObject } from '../core/wire.ts';
+import type { Session } from './sessions/store.ts';
 import type { LegacyOptions } from './common.ts';
 import type { SessionStream } from './sse.ts';
 

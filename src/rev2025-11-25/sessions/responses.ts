@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
-import type { Database } from '../db/database.ts';
-import { CHANNELS } from '../events/change-feed.ts';
-import type { JsonObject } from '../core/wire.ts';
+import type { Database } from '../../db/database.ts';
+import { CHANNELS } from '../../events/change-feed.ts';
+import type { JsonObject } from '../../core/wire.ts';
 
 /**
  * Stores the client's answer to a request the server sent it (elicitation, sampling, roots) and wakes

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
-import type { Database } from '../db/database.ts';
-import { CHANNELS } from '../events/change-feed.ts';
+import type { Database } from '../../db/database.ts';
+import { CHANNELS } from '../../events/change-feed.ts';
 
 /** One SSE event of a session's stream: its id (unique in the session) and its message (none: priming). */
 export interface StreamEvent {

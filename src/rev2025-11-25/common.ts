@@ -1,17 +1,17 @@
 import type { Context } from 'hono';
-import type { ChangeFeed } from '../../events/change-feed.ts';
-import type { Logger } from '../../log.ts';
-import type { Dispatcher } from '../../protocol/dispatch.ts';
-import { LEGACY_VERSIONS } from '../../protocol/legacy/shapes.ts';
+import type { ChangeFeed } from '../events/change-feed.ts';
+import type { Logger } from '../log.ts';
+import type { Dispatcher } from '../protocol/dispatch.ts';
+import { LEGACY_VERSIONS } from './shapes.ts';
 import {
   META_PROTOCOL_VERSION,
   PROTOCOL_VERSION,
   type Implementation,
   type RequestId,
-} from '../../core/wire.ts';
-import type { SessionService } from '../../sessions/service.ts';
-import type { TaskService } from '../../tasks/service.ts';
-import type { ToolRegistry } from '../../tools/registry.ts';
+} from '../core/wire.ts';
+import type { SessionService } from './sessions/service.ts';
+import type { TaskService } from '../tasks/service.ts';
+import type { ToolRegistry } from '../tools/registry.ts';
 
 export const SESSION_HEADER = 'mcp-session-id';
 

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
-import { CHANNELS } from '../events/change-feed.ts';
-import type { Database } from '../db/database.ts';
-import type { JsonObject } from '../core/wire.ts';
+import { CHANNELS } from '../../events/change-feed.ts';
+import type { Database } from '../../db/database.ts';
+import type { JsonObject } from '../../core/wire.ts';
 import { appendEvent, eventsAfter, streamOf, type StreamEvent } from './events.ts';
 import { recordResponse, takeResponses } from './responses.ts';
 import {

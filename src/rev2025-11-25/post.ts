@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
-import type { RequestContext } from '../../protocol/context.ts';
-import { ProtocolError, ProtocolErrorCode, TASKS_EXTENSION, toProtocolError } from '../../core/errors.ts';
+import type { RequestContext } from '../protocol/context.ts';
+import { ProtocolError, ProtocolErrorCode, TASKS_EXTENSION, toProtocolError } from '../core/errors.ts';
 import {
   LEGACY_VERSIONS,
   legacyCapabilities,
@@ -9,7 +9,7 @@ import {
   negotiateVersion,
   toLegacyResult,
   type LegacyVersion,
-} from '../../protocol/legacy/shapes.ts';
+} from './shapes.ts';
 import {
   LOG_LEVELS,
   META_CLIENT_CAPABILITIES,
@@ -20,8 +20,8 @@ import {
   type JsonObject,
   type RequestId,
   type RequestMeta,
-} from '../../core/wire.ts';
-import type { Session } from '../../sessions/store.ts';
+} from '../core/wire.ts';
+import type { Session } from './sessions/store.ts';
 import { runWithServerRequests, SERVER_REQUEST_ID_PREFIX } from './call.ts';
 import { tasksCancel, tasksGet, tasksList, tasksResult } from './tasks.ts';
 import { isRequestId, rpcError, SESSION_HEADER, type LegacyOptions } from './common.ts';

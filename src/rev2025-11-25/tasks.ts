@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ProtocolError, ProtocolErrorCode } from '../../core/errors.ts';
-import { toLegacyResult } from '../../protocol/legacy/shapes.ts';
-import { ListParamsSchema, TaskIdParamsSchema, type JsonObject } from '../../core/wire.ts';
-import type { Session } from '../../sessions/store.ts';
-import type { TaskView } from '../../tasks/store/view.ts';
+import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
+import { toLegacyResult } from './shapes.ts';
+import { ListParamsSchema, TaskIdParamsSchema, type JsonObject } from '../core/wire.ts';
+import type { Session } from './sessions/store.ts';
+import type { TaskView } from '../tasks/store/view.ts';
 import { ask } from './call.ts';
 import type { LegacyOptions } from './common.ts';
 import type { SessionStream } from './sse.ts';

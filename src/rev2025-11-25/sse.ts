@@ -1,4 +1,4 @@
-import type { SessionService } from '../../sessions/service.ts';
+import type { SessionService } from './sessions/service.ts';
 
 export const SSE_HEADERS = {
   'Content-Type': 'text/event-stream',

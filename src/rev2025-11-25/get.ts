@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
-import type { Session } from '../../sessions/store.ts';
+import type { Session } from './sessions/store.ts';
 import { rpcError, SESSION_HEADER, type LegacyOptions } from './common.ts';
 import { SessionStream, SSE_HEADERS } from './sse.ts';
 import { legacyTask } from './tasks.ts';

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
-import type { Database } from '../db/database.ts';
-import { CHANNELS } from '../events/change-feed.ts';
-import type { ClientCapabilities, JsonObject } from '../core/wire.ts';
+import type { Database } from '../../db/database.ts';
+import { CHANNELS } from '../../events/change-feed.ts';
+import type { ClientCapabilities, JsonObject } from '../../core/wire.ts';
 
 /** A 2025-11-25 session as every instance sees it. */
 export interface Session {

@@ -1,5 +1,5 @@
-import type { ToolRegistry } from '../../tools/registry.ts';
-import { META_SERVER_INFO, type JsonObject } from '../../core/wire.ts';
+import type { ToolRegistry } from '../tools/registry.ts';
+import { META_SERVER_INFO, type JsonObject } from '../core/wire.ts';
 
 /** The revisions served with sessions (`initialize`), newest first. */
 export const LEGACY_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;

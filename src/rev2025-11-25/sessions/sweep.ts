@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { Database } from '../db/database.ts';
+import type { Database } from '../../db/database.ts';
 
 /**
  * Deletes, in one bounded batch, sessions that ended (DELETE) or sat idle past `idleTtlMs`, with their
