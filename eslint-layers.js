@@ -18,11 +18,18 @@ export const LAYERS = {
   tools: ['events', 'core', 'log.ts'],
   resources: ['tools', 'core', 'log.ts'],
   prompts: ['tools', 'core', 'log.ts'],
-  sessions: ['db', 'events', 'core', 'log.ts'],
-  worker: ['tasks', 'tools', 'queue', 'sessions', 'events', 'db', 'core', 'log.ts'],
+  worker: ['tasks', 'tools', 'queue', 'events', 'db', 'core', 'log.ts'],
   protocol: ['tasks', 'tools', 'resources', 'prompts', 'events', 'core', 'log.ts'],
-  http: ['protocol', 'sessions', 'tasks', 'tools', 'events', 'core', 'log.ts', 'config.ts'],
+  http: ['protocol', 'tasks', 'tools', 'events', 'core', 'log.ts', 'config.ts'],
+  // The 2025-11-25 era: its transport, sessions and methods, over the 2026-07-28 handlers.
+  'rev2025-11-25': ['protocol', 'tasks', 'tools', 'events', 'db', 'core', 'log.ts'],
 };
+
+/**
+ * Folders of src/ that only the composition root may import: a protocol era the server can be built
+ * without (delete the folder and its lines in runtime.ts, and the 2026-07-28 server still builds).
+ */
+export const ERAS = { 'rev2025-11-25': ['runtime.ts'] };
 
 /** The top-level entry of src/ a file belongs to, or undefined outside src/. */
 function layerOf(file) {
@@ -47,6 +54,19 @@ const oneWay = {
       const target = path.resolve(path.dirname(file), spec);
       const to = layerOf(target);
       if (to === from) return;
+      const importers = ERAS[to];
+      if (importers !== undefined && !importers.includes(from)) {
+        context.report({
+          node,
+          messageId: 'layer',
+          data: {
+            from: `src/${from}`,
+            to: `src/${to}`,
+            allowed: `only ${importers.map((i) => `src/${i}`).join(', ')} may`,
+          },
+        });
+        return;
+      }
       const allowed = LAYERS[from];
       if (to === undefined) {
         context.report({

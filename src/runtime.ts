@@ -12,7 +12,7 @@ import { assertMigrated } from './db/migrate.ts';
 import { isUnreachable, retryWhileUnreachable, waitForDatabase } from './db/wait.ts';
 import { migrateDatabase } from './migrate.ts';
 import { sharedSecret } from './db/shared-secret.ts';
-import { ChangeFeed } from './events/change-feed.ts';
+import { CHANNELS, ChangeFeed } from './events/change-feed.ts';
 import { createServerEvents } from './events/server-events.ts';
 import { createApp } from './http/app.ts';
 import { operationalRoutes, Readiness } from './http/health.ts';
@@ -31,7 +31,12 @@ import type { PromptDefinition } from './prompts/define.ts';
 import { PromptRegistry } from './prompts/registry.ts';
 import type { ResourceDefinition, ResourceTemplateDefinition } from './resources/define.ts';
 import { ResourceRegistry } from './resources/registry.ts';
-import { SessionService } from './rev2025-11-25/sessions/service.ts';
+import {
+  createSessionTransport,
+  SESSION_CHANNELS,
+  SessionService,
+  sessionMaintenance,
+} from './rev2025-11-25/index.ts';
 import type { ToolDefinition } from './tools/define.ts';
 import { ToolRegistry } from './tools/registry.ts';
 import { RequestStateSealer } from './tools/request-state.ts';
@@ -213,7 +218,10 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
 
     // One LISTEN connection per process: task changes, new runs, list changes.
     // A transaction-mode pooler cannot carry LISTEN: it takes the direct connection.
-    const feed = new ChangeFeed(directUrl, log);
+    const feed = new ChangeFeed(directUrl, log, [
+      ...Object.values(CHANNELS),
+      ...Object.values(SESSION_CHANNELS),
+    ]);
     await retry('listen', () => feed.start());
     cleanups.push(() => feed.stop());
 
@@ -243,8 +251,10 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         sweepIntervalMs: config.SWEEP_INTERVAL_MS,
         sweepBatchSize: config.SWEEP_BATCH_SIZE,
         purgeGraceMs: config.TASK_PURGE_GRACE_MS,
-        sessionIdleTtlMs: config.SESSION_IDLE_TTL_MS,
-        sessionEventRetentionMs: config.SESSION_EVENT_RETENTION_MS,
+        maintenance: sessionMaintenance(db, {
+          idleTtlMs: config.SESSION_IDLE_TTL_MS,
+          eventRetentionMs: config.SESSION_EVENT_RETENTION_MS,
+        }),
       });
       const pool = workers;
       cleanups.push(() => pool.stop());
@@ -286,6 +296,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       // Refuse unsafe settings (e.g. no authentication on a public address) before binding anything.
       securityFromConfig(config, config.PORT);
       const dispatcher = createDispatcher(deps);
+      const sessions = new SessionService(db, { idleTtlMs: config.SESSION_IDLE_TTL_MS, feed });
       const buildApp = (port: number) => {
         const security = securityFromConfig(config, port);
         return createApp({
@@ -307,16 +318,19 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
                   tools: tools.list().map((t) => t.name),
                   log,
                 },
-          legacy: {
-            dispatcher,
-            sessions: new SessionService(db, { idleTtlMs: config.SESSION_IDLE_TTL_MS }),
-            tasks: deps.tasks,
-            tools,
-            serverInfo: deps.serverInfo,
-            serves: { resources: !deps.resources.empty, prompts: !deps.prompts.empty },
-            feed,
-            shutdown: shutdown.signal,
-          },
+          sessions: (binding) =>
+            createSessionTransport({
+              ...binding,
+              db,
+              dispatcher,
+              sessions,
+              tasks: deps.tasks,
+              tools,
+              serverInfo: deps.serverInfo,
+              serves: { resources: !deps.resources.empty, prompts: !deps.prompts.empty },
+              feed,
+              shutdown: shutdown.signal,
+            }),
           allowedOrigins: config.ALLOWED_ORIGINS.split(',')
             .map((o) => o.trim())
             .filter((o) => o !== ''),

@@ -11,8 +11,10 @@ export interface TasksTable {
   arguments: Json;
   prepared: ColumnType<unknown, string | null | undefined, string | null>;
   client_capabilities: Json;
-  /** The 2025-11-25 session that created the task, if one did. */
-  session_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** An opaque tag of where the task was created (a 2025-11-25 session id), stored and shown only. */
+  origin: ColumnType<string | null, string | null | undefined, string | null>;
+  /** A tool result with isError ends the task `failed` (set at creation: 2025-11-25 says so). */
+  tool_error_fails: ColumnType<boolean, boolean | undefined, boolean>;
   status: string;
   status_message: string | null;
   result: ColumnType<unknown, string | null | undefined, string | null>;

@@ -2,7 +2,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { coerceError, type Logger } from '../log.ts';
 
-/** Channels Postgres NOTIFYs on: task rows (by trigger), list changes and resource updates. */
+/**
+ * The core's channels Postgres NOTIFYs on: task rows (by trigger), runs, list changes and resource
+ * updates. A protocol era may add its own (the feed listens on whatever it is given).
+ */
 export const CHANNELS = {
   task: 'mcp_task_changes',
   /** A task's cancel was requested (by trigger): the worker running it stops it at once. */
@@ -11,16 +14,7 @@ export const CHANNELS = {
   run: 'mcp_task_runs',
   list: 'mcp_list_changed',
   resource: 'mcp_resource_updated',
-  /** A 2025-11-25 session ended (DELETE): its streams close. */
-  session: 'mcp_session_ended',
-  /** A session's stream got an event: a resumed stream on another instance forwards it. */
-  sessionEvent: 'mcp_session_events',
-  /** A client answered a request the server sent it: the instance waiting for it reads it. */
-  response: 'mcp_session_responses',
-  /** A 2025-era client cancelled one of its requests (notifications/cancelled): whoever runs it stops. */
-  cancel: 'mcp_request_cancelled',
 } as const;
-export type Channel = keyof typeof CHANNELS;
 
 type Listener = (payload: string) => void;
 
@@ -32,15 +26,23 @@ type Listener = (payload: string) => void;
 export class ChangeFeed {
   readonly #connectionString: string;
   readonly #log: Logger;
-  readonly #listeners = new Map<Channel, Set<Listener>>();
+  readonly #channels: readonly string[];
+  readonly #listeners = new Map<string, Set<Listener>>();
   readonly #resync = new Set<() => void>();
   #client: pg.Client | undefined;
   #stopped = false;
   #ready: Promise<void> | undefined;
 
-  constructor(connectionString: string, log: Logger) {
+  /** `channels`: every channel name to LISTEN on (the core's by default). */
+  constructor(connectionString: string, log: Logger, channels: readonly string[] = Object.values(CHANNELS)) {
     this.#connectionString = connectionString;
     this.#log = log;
+    this.#channels = [...new Set(channels)];
+  }
+
+  /** True while the LISTEN connection is up: a notification sent now will be heard. */
+  get listening(): boolean {
+    return this.#client !== undefined;
   }
 
   /** Resolves once the first LISTEN is in place (a failed start may be retried). */
@@ -52,7 +54,8 @@ export class ChangeFeed {
     return this.#ready;
   }
 
-  on(channel: Channel, listener: Listener): () => void {
+  /** Calls `listener` with the payload of each NOTIFY on `channel` (a name the feed listens on). */
+  on(channel: string, listener: Listener): () => void {
     let set = this.#listeners.get(channel);
     if (set === undefined) this.#listeners.set(channel, (set = new Set()));
     set.add(listener);
@@ -73,7 +76,7 @@ export class ChangeFeed {
 
   #health: NodeJS.Timeout | undefined;
 
-  #dispatch(channel: Channel, payload: string, listeners: Iterable<Listener>): void {
+  #dispatch(channel: string, payload: string, listeners: Iterable<Listener>): void {
     for (const listener of listeners) {
       try {
         listener(payload);
@@ -90,9 +93,8 @@ export class ChangeFeed {
       keepAlive: true,
     });
     client.on('notification', (n) => {
-      const channel = (Object.keys(CHANNELS) as Channel[]).find((c) => CHANNELS[c] === n.channel);
-      if (channel !== undefined)
-        this.#dispatch(channel, n.payload ?? '', [...(this.#listeners.get(channel) ?? [])]);
+      const listeners = this.#listeners.get(n.channel);
+      if (listeners !== undefined) this.#dispatch(n.channel, n.payload ?? '', [...listeners]);
     });
     client.on('error', (err) => {
       this.#log.warn('change feed connection lost', { error: coerceError(err).message });
@@ -101,7 +103,7 @@ export class ChangeFeed {
     client.on('end', () => void this.#reconnect(client));
     try {
       await client.connect();
-      for (const name of Object.values(CHANNELS)) await client.query(`listen ${name}`);
+      for (const name of this.#channels) await client.query(`listen ${name}`);
     } catch (err) {
       await client.end().catch(() => {});
       throw err;

@@ -7,9 +7,7 @@ import { PROTOCOL_VERSION } from '../core/wire.ts';
 import { authMiddleware, type AuthEnv, type AuthMiddlewareOptions } from './auth/middleware.ts';
 import { dashboardRoutes, type DashboardOptions } from './dashboard.ts';
 import { operationalRoutes, type OperationalOptions } from './health.ts';
-import { SESSION_HEADER, type LegacyOptions } from '../rev2025-11-25/common.ts';
-import { legacyDelete, legacyGet } from '../rev2025-11-25/get.ts';
-import { legacyPost } from '../rev2025-11-25/post.ts';
+import { jsonDepth } from '../protocol/envelope.ts';
 import { mcpPost } from './mcp-route.ts';
 import { hostCheck, originCheck } from './origin.ts';
 
@@ -20,6 +18,28 @@ export interface ResourceMetadata {
   bearer_methods_supported: string[];
   scopes_supported?: string[];
   resource_name?: string;
+}
+
+/**
+ * A protocol era served beside 2026-07-28 on the same endpoint, with its own transport: the 2025-11-25
+ * sessions (src/rev2025-11-25), which the composition root builds and hands to the router, so that
+ * nothing under src/http imports the era.
+ */
+export interface SessionTransport {
+  /** Whether a POST speaks the era, from its headers and body. */
+  claims(header: (name: string) => string | undefined, body: string): boolean;
+  /** The header naming a session: a GET or DELETE without it is not the era's (405). */
+  sessionHeader: string;
+  post(c: Context, body: string): Promise<Response>;
+  get(c: Context): Promise<Response>;
+  delete(c: Context): Promise<Response>;
+}
+
+/** What the router gives the era's transport when it builds it. */
+export interface SessionTransportBinding {
+  principalOf: (c: Context) => string;
+  log: Logger;
+  keepAliveMs: number | undefined;
 }
 
 export interface AppOptions {
@@ -34,7 +54,7 @@ export interface AppOptions {
   keepAliveMs?: number;
   path?: string;
   /** Serves the 2025-11-25 era (sessions) beside 2026-07-28 on the same endpoint. */
-  legacy?: Omit<LegacyOptions, 'principalOf' | 'log' | 'keepAliveMs'> | undefined;
+  sessions?: ((binding: SessionTransportBinding) => SessionTransport) | undefined;
   /** /healthz, /readyz and /metrics: what they report. */
   operational?: OperationalOptions | undefined;
   /** The operator's dashboard at /dashboard (off when undefined). */
@@ -83,15 +103,20 @@ export function createApp({
   allowedHosts = [],
   keepAliveMs,
   path = '/mcp',
-  legacy,
+  sessions: buildSessions,
   operational,
   dashboard,
 }: AppOptions): Hono<AuthEnv> {
   const principalOf = (c: Context) => (c as unknown as { get(key: 'principal'): string }).get('principal');
-  const legacyOptions: LegacyOptions | undefined =
-    legacy === undefined
-      ? undefined
-      : { ...legacy, principalOf, log, ...(keepAliveMs === undefined ? {} : { keepAliveMs }) };
+  const sessions = buildSessions?.({ principalOf, log, keepAliveMs });
+  const post = mcpPost({
+    dispatcher,
+    principalOf,
+    log,
+    maxJsonDepth,
+    metrics: operational?.metrics,
+    ...(keepAliveMs === undefined ? {} : { keepAliveMs }),
+  });
   const app = new Hono<AuthEnv>();
   // The probes come first: no auth, any Host (load balancers and kubelets probe by address).
   app.route('/', operationalRoutes(operational));
@@ -107,30 +132,32 @@ export function createApp({
     app.get('/.well-known/oauth-protected-resource', serve);
     app.get(`/.well-known/oauth-protected-resource${path}`, serve);
   }
-  app.post(
-    path,
-    mcpBodyLimit(maxBodyBytes),
-    authMiddleware(auth),
-    mcpPost({
-      dispatcher,
-      principalOf,
-      legacy: legacyOptions === undefined ? undefined : legacyPost(legacyOptions),
-      log,
-      maxJsonDepth,
-      metrics: operational?.metrics,
-      ...(keepAliveMs === undefined ? {} : { keepAliveMs }),
-    }),
-  );
+  // The one place that decides which era a request speaks. A POST: 2026-07-28 unless the session
+  // era claims it (a session id, or no 2026-07-28 envelope); a body too deep for either is answered by
+  // the 2026-07-28 path, which refuses it.
+  app.post(path, mcpBodyLimit(maxBodyBytes), authMiddleware(auth), async (c) => {
+    const text = await c.req.text();
+    if (
+      sessions !== undefined &&
+      c.req.header('mcp-protocol-version') !== PROTOCOL_VERSION &&
+      jsonDepth(text) <= maxJsonDepth &&
+      sessions.claims((name) => c.req.header(name), text)
+    ) {
+      return sessions.post(c, text);
+    }
+    return post(c, text);
+  });
   const notAllowed = (c: Context) =>
     c.json(error(ProtocolErrorCode.InvalidRequest, 'Method not allowed'), 405, { Allow: 'POST' });
-  if (legacyOptions !== undefined) {
+  if (sessions !== undefined) {
     // GET and DELETE exist in the session era only: without a session they are what 2026-07-28 says.
     const sessionOnly: MiddlewareHandler = async (c, next) =>
-      c.req.header(SESSION_HEADER) === undefined || c.req.header('mcp-protocol-version') === PROTOCOL_VERSION
+      c.req.header(sessions.sessionHeader) === undefined ||
+      c.req.header('mcp-protocol-version') === PROTOCOL_VERSION
         ? notAllowed(c)
         : next();
-    app.get(path, sessionOnly, authMiddleware(auth), legacyGet(legacyOptions));
-    app.delete(path, sessionOnly, authMiddleware(auth), legacyDelete(legacyOptions));
+    app.get(path, sessionOnly, authMiddleware(auth), (c) => sessions.get(c));
+    app.delete(path, sessionOnly, authMiddleware(auth), (c) => sessions.delete(c));
   }
   app.on(['GET', 'DELETE', 'PUT', 'PATCH'], path, notAllowed);
   app.onError((err, c) => {

@@ -426,10 +426,10 @@ function taskPage({ task, steps, inputRequests, attempts }: TaskHistory, csrf: s
         ${task.leasedBy === null ? '—' : html`<code>${task.leasedBy}</code> until ${iso(task.leaseExpiresAt)}`}
       </dd>
       ${
-        task.sessionId === null
+        task.origin === null
           ? ''
-          : html`<dt>Session (2025-11-25)</dt>
-              <dd><code>${task.sessionId}</code></dd>`
+          : html`<dt>Origin</dt>
+              <dd><code>${task.origin}</code></dd>`
       }
     </dl>
     ${

@@ -6,14 +6,12 @@ import type { Dispatcher } from '../protocol/dispatch.ts';
 import {
   assertSupportedVersion,
   httpStatusFor,
-  jsonDepth,
   parseMessage,
   parseRequestMeta,
 } from '../protocol/envelope.ts';
 import { ProtocolError, ProtocolErrorCode, toProtocolError } from '../core/errors.ts';
-import { PROTOCOL_VERSION, type RequestId, type RequestMeta } from '../core/wire.ts';
+import type { RequestId, RequestMeta } from '../core/wire.ts';
 import type { Notification } from '../core/wire.ts';
-import { isLegacyPost } from '../rev2025-11-25/common.ts';
 import { validateRoutingHeaders } from '../protocol/routing-headers.ts';
 
 export interface McpRouteOptions {
@@ -24,8 +22,6 @@ export interface McpRouteOptions {
   /** SSE comment interval on open streams, so that idle intermediaries keep them. */
   keepAliveMs?: number;
   maxJsonDepth?: number;
-  /** The 2025-11-25 era's POST handler, for requests that speak it (isLegacyPost). */
-  legacy?: ((c: Context, body: string) => Promise<Response>) | undefined;
   /** Counts requests refused before they reach a method (the dispatcher counts the rest). */
   metrics?: Metrics | undefined;
 }
@@ -46,7 +42,7 @@ const SSE_HEADERS = {
 type Outcome = { ok: true; result: MethodResult } | { ok: false; error: unknown };
 
 /**
- * POST /mcp: one JSON-RPC message per request. The answer is JSON, unless the method sends a
+ * POST /mcp at 2026-07-28 (the router has read the body): one JSON-RPC message per request. The answer is JSON, unless the method sends a
  * notification before its result (progress, log messages, a subscription's acknowledgement): then the
  * response becomes an SSE stream at that moment. So errors found before anything is streamed keep
  * their HTTP status, and a stream closed by the client aborts the request's signal.
@@ -57,7 +53,6 @@ export function mcpPost({
   log,
   keepAliveMs = 15_000,
   maxJsonDepth = 64,
-  legacy,
   metrics,
 }: McpRouteOptions) {
   const refused = (method: string | undefined, error: ProtocolError) =>
@@ -66,16 +61,7 @@ export function mcpPost({
       method: method !== undefined && dispatcher.has(method) ? method : 'unknown',
       outcome: String(error.code),
     });
-  return async (c: Context) => {
-    const text = await c.req.text();
-    if (
-      legacy !== undefined &&
-      c.req.header('mcp-protocol-version') !== PROTOCOL_VERSION &&
-      jsonDepth(text) <= maxJsonDepth &&
-      isLegacyPost((n) => c.req.header(n), text)
-    ) {
-      return legacy(c, text);
-    }
+  return async (c: Context, text: string) => {
     const incoming = parseMessage(text, { maxDepth: maxJsonDepth });
     if (incoming.kind === 'error') {
       refused(undefined, incoming.error);

@@ -1,4 +1,5 @@
 import type { Logger } from '../log.ts';
+import type { TaskTraits } from '../tasks/store/create.ts';
 import type { TraceContext } from '../core/tracing.ts';
 import type { Notification } from '../core/wire.ts';
 import type { JsonObject, RequestId, RequestMeta } from '../core/wire.ts';
@@ -14,9 +15,14 @@ export interface RequestContext {
   signal: AbortSignal;
   /** Present when the response is an SSE stream: sends a request-scoped notification before the result. */
   notify?: ((notification: Notification) => Promise<void>) | undefined;
-  /** The 2025-11-25 session the request belongs to, if it speaks that revision. */
-  sessionId?: string | undefined;
-  /** Ends the response stream early where the transport can resume it (2025-11-25 SSE polling). */
+  /** Set by a transport whose tasks behave differently: stored with a task this request creates. */
+  taskTraits?: TaskTraits | undefined;
+  /** Span attributes the transport adds (e.g. its session), over the dispatcher's own. */
+  spanAttributes?: Readonly<Record<string, string>> | undefined;
+  /**
+   * Ends the response stream early where the transport can resume it (SSE polling with Last-Event-ID);
+   * absent where it cannot, and then `ctx.closeStream()` in a tool does nothing.
+   */
   closeStream?: (() => void) | undefined;
   log: Logger;
   /** The request's span (set by the dispatcher): a task created here stores it, so its runs join the trace. */

@@ -1,13 +1,16 @@
+import { CHANNELS } from '../events/change-feed.ts';
+import { SESSION_CHANNELS } from './channels.ts';
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import type { Session } from './sessions/store.ts';
-import { rpcError, SESSION_HEADER, type LegacyOptions } from './common.ts';
+import type { SessionEraOptions } from './options.ts';
+import { rpcError, SESSION_HEADER } from './wire.ts';
 import { SessionStream, SSE_HEADERS } from './sse.ts';
 import { legacyTask } from './tasks.ts';
 
 /** The session a GET or DELETE names, or the response that refuses it (400 without, 404 unknown). */
 async function sessionOf(
-  o: LegacyOptions,
+  o: SessionEraOptions,
   c: Context,
 ): Promise<{ session: Session } | { refused: Response }> {
   const sessionId = c.req.header(SESSION_HEADER);
@@ -20,7 +23,7 @@ async function sessionOf(
 }
 
 /** DELETE /mcp: the client ends its session; every instance answers 404 for it from then on. */
-export function legacyDelete(o: LegacyOptions) {
+export function sessionDelete(o: SessionEraOptions) {
   return async (c: Context): Promise<Response> => {
     const found = await sessionOf(o, c);
     if ('refused' in found) return found.refused;
@@ -35,7 +38,7 @@ export function legacyDelete(o: LegacyOptions) {
  * the session's own stream for notifications that belong to no request (list changes, updates of
  * subscribed resources). Either ends when the session ends.
  */
-export function legacyGet(o: LegacyOptions) {
+export function sessionGet(o: SessionEraOptions) {
   return async (c: Context): Promise<Response> => {
     if (!(c.req.header('accept') ?? '').includes('text/event-stream')) {
       return c.json(rpcError(null, -32000, 'Not Acceptable: the client must accept text/event-stream'), 406);
@@ -56,7 +59,12 @@ export function legacyGet(o: LegacyOptions) {
 }
 
 /** Sets up what ends a session stream: the client leaving, the session ending, shutdown. */
-function lifetime(o: LegacyOptions, session: Session, stream: SessionStream, extra: Array<() => void> = []) {
+function lifetime(
+  o: SessionEraOptions,
+  session: Session,
+  stream: SessionStream,
+  extra: Array<() => void> = [],
+) {
   const keepAlive = setInterval(() => stream.keepAlive(), o.keepAliveMs ?? 15_000);
   const offs: Array<() => void> = [...extra];
   const end = () => {
@@ -66,7 +74,7 @@ function lifetime(o: LegacyOptions, session: Session, stream: SessionStream, ext
     stream.close();
   };
   offs.push(
-    o.feed?.on('session', (sessionId) => {
+    o.feed?.on(SESSION_CHANNELS.ended, (sessionId) => {
       if (sessionId === session.sessionId) end();
     }) ?? (() => {}),
   );
@@ -75,7 +83,7 @@ function lifetime(o: LegacyOptions, session: Session, stream: SessionStream, ext
   return { end, offs };
 }
 
-function resume(o: LegacyOptions, session: Session, streamId: string, after: string): Response {
+function resume(o: SessionEraOptions, session: Session, streamId: string, after: string): Response {
   const stream = new SessionStream(o.sessions, session.sessionId, streamId);
   let last = after;
   let done = false;
@@ -99,7 +107,7 @@ function resume(o: LegacyOptions, session: Session, streamId: string, after: str
     busy.catch((err: unknown) => o.log.warn('stream resume failed', { error: String(err) }));
   };
   offs.push(
-    o.feed?.on('sessionEvent', (payload) => {
+    o.feed?.on(SESSION_CHANNELS.event, (payload) => {
       if (payload === `${session.sessionId} ${streamId}`) pump();
     }) ?? (() => {}),
   );
@@ -112,7 +120,7 @@ function resume(o: LegacyOptions, session: Session, streamId: string, after: str
   });
 }
 
-function standalone(o: LegacyOptions, session: Session): Response {
+function standalone(o: SessionEraOptions, session: Session): Response {
   const stream = new SessionStream(
     o.sessions,
     session.sessionId,
@@ -123,19 +131,18 @@ function standalone(o: LegacyOptions, session: Session): Response {
       .send({ jsonrpc: '2.0', method, ...(params === undefined ? {} : { params }) })
       .catch((err: unknown) => o.log.warn('stream write failed', { error: String(err) }));
   const offs = [
-    o.feed?.on('list', (kind) => send(`notifications/${kind}/list_changed`)) ?? (() => {}),
+    o.feed?.on(CHANNELS.list, (kind) => send(`notifications/${kind}/list_changed`)) ?? (() => {}),
     // notifications/tasks/status for the tasks this session created, whichever process changed them.
-    o.feed?.on('task', (taskId) => {
+    o.feed?.on(CHANNELS.task, (taskId) => {
       if (session.protocolVersion !== '2025-11-25') return;
       void o.tasks
         .get(taskId, session.principal)
         .then(
-          (view) =>
-            view.sessionId === session.sessionId && send('notifications/tasks/status', legacyTask(view)),
+          (view) => view.origin === session.sessionId && send('notifications/tasks/status', legacyTask(view)),
         )
         .catch(() => {});
     }) ?? (() => {}),
-    o.feed?.on('resource', (uri) => {
+    o.feed?.on(CHANNELS.resource, (uri) => {
       void o.sessions
         .isSubscribed(session.sessionId, uri)
         .then((yes) => yes && send('notifications/resources/updated', { uri }))

@@ -10,22 +10,40 @@ export const SSE_HEADERS = {
  * One SSE stream of a 2025-11-25 session. Every event is appended to the session's stream log before
  * it is written, with the log's id as its SSE id, so a client that loses the stream resumes it on any
  * instance with `Last-Event-ID`. Writes after the client went away are dropped; the log keeps them.
+ *
+ * A POST's stream is made `primed`: nothing exists of it until something must go out before the
+ * answer (a notification, a server request, `closeStream`, a long wait), and then a priming event (an
+ * id to resume from, and the `retry`) comes first. A request answered before that is plain JSON and
+ * logs nothing.
  */
 export class SessionStream {
   readonly body: ReadableStream<Uint8Array>;
+  readonly streamId: string;
+  /** Aborts when the client closes the stream. */
+  readonly gone = new AbortController();
+  /** Resolves when the stream opens (its first event is under way). */
+  readonly opened: Promise<void>;
   readonly #sessions: SessionService;
   readonly #sessionId: string;
-  readonly streamId: string;
+  readonly #retryMs: number | undefined;
   readonly #encoder = new TextEncoder();
   #controller: ReadableStreamDefaultController<Uint8Array> | undefined;
   #closed = false;
-  /** Aborts when the client closes the stream. */
-  readonly gone = new AbortController();
+  #opening: Promise<void> | undefined;
+  #markOpened: () => void = () => {};
 
-  constructor(sessions: SessionService, sessionId: string, streamId: string) {
+  constructor(
+    sessions: SessionService,
+    sessionId: string,
+    streamId: string,
+    { primeWithRetryMs }: { primeWithRetryMs?: number } = {},
+  ) {
     this.#sessions = sessions;
     this.#sessionId = sessionId;
     this.streamId = streamId;
+    this.#retryMs = primeWithRetryMs;
+    this.opened = new Promise((resolve) => (this.#markOpened = resolve));
+    if (primeWithRetryMs === undefined) this.#opening = Promise.resolve();
     this.body = new ReadableStream<Uint8Array>({
       start: (controller) => void (this.#controller = controller),
       cancel: () => {
@@ -35,14 +53,23 @@ export class SessionStream {
     });
   }
 
-  /** A priming event: an id to resume from, and how long to wait before reconnecting. */
-  async prime(retryMs: number): Promise<void> {
-    const id = await this.#sessions.appendEvent(this.#sessionId, this.streamId, null);
-    this.#write(`id: ${id}\nretry: ${retryMs}\ndata: \n\n`);
+  /** Whether the stream has opened: from then on it is the response. */
+  get isOpen(): boolean {
+    return this.#opening !== undefined;
   }
 
-  /** Logs, then writes, one JSON-RPC message. */
+  /** Opens the stream (once): a primed stream's priming event is logged, then written. */
+  open(): Promise<void> {
+    if (this.#opening === undefined) {
+      this.#markOpened();
+      this.#opening = this.#prime();
+    }
+    return this.#opening;
+  }
+
+  /** Logs, then writes, one JSON-RPC message (opening the stream first). */
   async send(message: object): Promise<void> {
+    await this.open();
     const id = await this.#sessions.appendEvent(this.#sessionId, this.streamId, message);
     this.writeEvent(id, message);
   }
@@ -64,6 +91,11 @@ export class SessionStream {
     } catch {
       // already closed by the client
     }
+  }
+
+  async #prime(): Promise<void> {
+    const id = await this.#sessions.appendEvent(this.#sessionId, this.streamId, null);
+    this.#write(`id: ${id}\nretry: ${this.#retryMs}\ndata: \n\n`);
   }
 
   #write(text: string): void {

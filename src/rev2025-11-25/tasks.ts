@@ -1,12 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
-import { toLegacyResult } from './shapes.ts';
 import { ListParamsSchema, TaskIdParamsSchema, type JsonObject } from '../core/wire.ts';
-import type { Session } from './sessions/store.ts';
+import { CHANNELS } from '../events/change-feed.ts';
 import type { TaskView } from '../tasks/store/view.ts';
-import { ask } from './call.ts';
-import type { LegacyOptions } from './common.ts';
-import type { SessionStream } from './sse.ts';
+import { cancelTaskNow } from './cancel.ts';
+import type { SessionRequest } from './request.ts';
+import { ask } from './server-requests.ts';
+import { toLegacyResult } from './shapes.ts';
 
 export const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 
@@ -25,14 +25,14 @@ export function legacyTask(view: TaskView): JsonObject {
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
-export async function tasksGet(o: LegacyOptions, session: Session, params: JsonObject): Promise<JsonObject> {
+export async function tasksGet({ era, session, params }: SessionRequest): Promise<JsonObject> {
   const { taskId } = TaskIdParamsSchema.parse(params);
-  return legacyTask(await o.tasks.get(taskId, session.principal));
+  return legacyTask(await era.tasks.get(taskId, session.principal));
 }
 
-export async function tasksList(o: LegacyOptions, session: Session, params: JsonObject): Promise<JsonObject> {
+export async function tasksList({ era, session, params }: SessionRequest): Promise<JsonObject> {
   const { cursor } = ListParamsSchema.parse(params);
-  const page = await o.tasks.list(session.principal, cursor);
+  const page = await era.tasks.list(session.principal, cursor);
   return {
     tasks: page.tasks.map(legacyTask),
     ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }),
@@ -40,15 +40,11 @@ export async function tasksList(o: LegacyOptions, session: Session, params: Json
 }
 
 /** 2025-11-25: the task is `cancelled` before the response, which carries it; a finished task is -32602. */
-export async function tasksCancel(
-  o: LegacyOptions,
-  session: Session,
-  params: JsonObject,
-): Promise<JsonObject> {
+export async function tasksCancel({ era, session, params }: SessionRequest): Promise<JsonObject> {
   const { taskId } = TaskIdParamsSchema.parse(params);
-  const view = await o.tasks.cancelNow(taskId, session.principal);
+  const view = await cancelTaskNow(era.db, taskId, session.principal);
   if (view === undefined) {
-    const current = await o.tasks.get(taskId, session.principal);
+    const current = await era.tasks.get(taskId, session.principal);
     throw new ProtocolError(
       ProtocolErrorCode.InvalidParams,
       `Cannot cancel task in terminal status: ${current.status}`,
@@ -64,18 +60,13 @@ export async function tasksCancel(
  * to the client on this stream (with the related task in their `_meta`), and the answers resume the
  * task on any worker, as `tasks/update` does in 2026-07-28.
  */
-export async function tasksResult(
-  o: LegacyOptions,
-  session: Session,
-  params: JsonObject,
-  stream: SessionStream | undefined,
-  signal: AbortSignal,
-): Promise<JsonObject> {
+export async function tasksResult(req: SessionRequest, signal: AbortSignal): Promise<JsonObject> {
+  const { era, session, params, stream } = req;
   const { taskId } = TaskIdParamsSchema.parse(params);
   const related = { [RELATED_TASK]: { taskId } };
   let changed = false;
   let wake: (() => void) | undefined;
-  const off = o.feed?.on('task', (id) => {
+  const off = era.feed?.on(CHANNELS.task, (id) => {
     if (id !== taskId) return;
     changed = true;
     wake?.();
@@ -86,7 +77,7 @@ export async function tasksResult(
   try {
     for (;;) {
       changed = false;
-      const view = await o.tasks.get(taskId, session.principal);
+      const view = await era.tasks.get(taskId, session.principal);
       if (TERMINAL.has(view.status)) return finalOf(view, related);
       if (view.status === 'input_required' && view.inputRequests !== null) {
         if (stream === undefined) {
@@ -95,8 +86,8 @@ export async function tasksResult(
             'The task needs input: call tasks/result with Accept: text/event-stream to receive its requests',
           );
         }
-        const answers = await ask(o, session, stream, view.inputRequests, signal, related);
-        await o.tasks.answer(taskId, session.principal, answers);
+        const to = { era, sessionId: session.sessionId, stream, signal, meta: related };
+        await era.tasks.answer(taskId, session.principal, await ask(to, view.inputRequests));
         continue;
       }
       if (signal.aborted) throw new ProtocolError(ProtocolErrorCode.InternalError, 'Request cancelled');

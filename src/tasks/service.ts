@@ -4,7 +4,7 @@ import type { TaskQueue } from '../queue/task-queue.ts';
 import { TaskNotFoundError } from './errors.ts';
 import type { InputResponses } from '../core/wire.ts';
 import { newTaskId } from './ids.ts';
-import { cancelNow, requestCancel } from './store/cancel.ts';
+import { requestCancel } from './store/cancel.ts';
 import { insertClaimedTask, insertTask, insertTaskWith, type NewTask } from './store/create.ts';
 import type { ClaimedTask } from './store/lease.ts';
 import { answerInputRequests, type AnswerOutcome } from './store/input.ts';
@@ -111,15 +111,6 @@ export class TaskService {
   /** One page of the principal's tasks, newest first (2025-11-25 `tasks/list`). */
   list(principal: string, cursor?: string): Promise<{ tasks: TaskView[]; nextCursor?: string }> {
     return listTasks(this.#db, principal, { cursor });
-  }
-
-  /** Cancels at once (2025-11-25); undefined when the task had already ended. */
-  async cancelNow(taskId: string, principal: string): Promise<TaskView | undefined> {
-    return this.#db.transaction().execute(async (trx) => {
-      const view = await cancelNow(trx, taskId, principal);
-      if (view !== undefined) await this.#onChange(trx, taskId);
-      return view;
-    });
   }
 
   async cancel(taskId: string, principal: string): Promise<void> {

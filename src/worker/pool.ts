@@ -4,7 +4,7 @@ import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promi
 import type { Kysely } from 'kysely';
 import type { JobWithMetadata, PgBoss } from 'pg-boss';
 import type { Database } from '../db/database.ts';
-import type { ChangeFeed } from '../events/change-feed.ts';
+import { CHANNELS, type ChangeFeed } from '../events/change-feed.ts';
 import type { ServerEvents } from '../events/server-events.ts';
 import { coerceError, type Logger } from '../log.ts';
 import { RUN_QUEUE, RunJobSchema, type RunJob } from '../queue/boss.ts';
@@ -20,7 +20,7 @@ import { checkLeases, LeaseLostError, renewLeases, type ClaimedTask } from '../t
 import { HandoffSignal } from './task-runtime.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { Metrics } from '../core/metrics.ts';
-import { createSweeper } from './sweeper.ts';
+import { createSweeper, type MaintenanceJob } from './sweeper.ts';
 import { coalesce } from '../core/coalesce.ts';
 import { finishAttempt, finishAttempts } from '../tasks/store/finish.ts';
 import { saveStep, saveSteps } from '../tasks/store/steps.ts';
@@ -48,8 +48,8 @@ export interface WorkerPoolOptions {
   sweepIntervalMs?: number;
   sweepBatchSize?: number;
   purgeGraceMs?: number;
-  sessionIdleTtlMs?: number;
-  sessionEventRetentionMs?: number;
+  /** Maintenance beside the task sweep (the composition root passes a protocol era's). */
+  maintenance?: readonly MaintenanceJob[] | undefined;
   /** How long stop() lets running steps finish before it aborts them and hands their tasks back. */
   shutdownGraceMs?: number;
 }
@@ -59,8 +59,8 @@ export interface WorkerPool {
   readonly running: RunningAttempts;
   /** Runs one sweep now (lapsed leases, expiry, purge); used by tests and by the timer. */
   sweep(): Promise<{ reclaimed: number; expired: number; purged: number }>;
-  /** Runs one sweep of 2025-11-25 sessions now (idle or ended sessions, old stream events). */
-  sweepSessions(): Promise<{ sessions: number; events: number }>;
+  /** Runs every maintenance job now; how many rows each touched, by name. */
+  maintain(): Promise<Record<string, number>>;
   /**
    * A slot for a task this process is creating, to run here without the queue (see LocalStart):
    * only while the pool has a free slot and no queued runs are waiting (a new task must not overtake a
@@ -339,10 +339,10 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
       .finally(() => (renewing = false));
   }, leaseMs / 3);
   const offFeed = [
-    feed.on('run', () => notice()),
+    feed.on(CHANNELS.run, () => notice()),
     // A cancel request (or expiry) of a task this process runs is checked at once. Not every change: the
     // worker's own status messages would each cost a lease check.
-    feed.on('taskCancel', (taskId) => {
+    feed.on(CHANNELS.taskCancel, (taskId) => {
       if (running.has(taskId)) void watch(taskId);
     }),
     feed.onResync(() => {
@@ -359,10 +359,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     batchSize: opts.sweepBatchSize ?? 500,
     metrics: opts.metrics,
     purgeGraceMs: opts.purgeGraceMs ?? 60_000,
-    sessions: {
-      idleTtlMs: opts.sessionIdleTtlMs ?? 3_600_000,
-      eventRetentionMs: opts.sessionEventRetentionMs ?? 900_000,
-    },
+    maintenance: opts.maintenance,
     // Only a worker that just found the queue empty redelivers: with a backlog, a run waits its turn.
     idle: () => !runsWaiting && active < concurrency && !stopping,
   });
@@ -372,7 +369,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     running,
     startHere,
     sweep: sweeper.sweep,
-    sweepSessions: sweeper.sweepSessions,
+    maintain: () => sweeper.maintain(),
     async stop() {
       stopping = true;
       wake();

@@ -4,7 +4,6 @@ import type { Metrics } from '../core/metrics.ts';
 import { coerceError, type Logger } from '../log.ts';
 import type { TaskQueue } from '../tasks/service.ts';
 import { reclaimExpiredLeases, redeliverStuckRuns } from '../tasks/store/lease.ts';
-import { purgeSessionEvents, purgeSessions } from '../rev2025-11-25/sessions/sweep.ts';
 import { expireTasks, purgeTasks, sweepNeeded } from '../tasks/store/sweep.ts';
 
 export interface SweeperOptions {
@@ -17,8 +16,18 @@ export interface SweeperOptions {
   /** True when this worker has free slots: only then does it redeliver stuck runs. */
   idle: () => boolean;
   metrics?: Metrics | undefined;
-  /** 2025-11-25 sessions: idle expiry and the stream log's retention; swept once a minute at most. */
-  sessions?: { idleTtlMs: number; eventRetentionMs: number };
+  /** Jobs beside the task sweep, run on the same timer when due (a protocol era's own tables). */
+  maintenance?: readonly MaintenanceJob[] | undefined;
+}
+
+/**
+ * A maintenance job the sweeper runs beside its own: `batch` deletes (or updates) at most `limit`
+ * rows and says how many; it is called again while batches come back full, at most every `everyMs`.
+ */
+export interface MaintenanceJob {
+  name: string;
+  everyMs: number;
+  batch: (limit: number) => Promise<number>;
 }
 
 /** A bounded loop of batched statements, so a sweep's cost per run stays bounded too. */
@@ -47,15 +56,19 @@ export function createSweeper({
   purgeGraceMs,
   idle,
   metrics,
-  sessions = { idleTtlMs: 3_600_000, eventRetentionMs: 900_000 },
+  maintenance = [],
 }: SweeperOptions) {
-  let sessionsSweptAt = 0;
-  const sweepSessions = async () => {
-    sessionsSweptAt = Date.now();
-    const ended = await drain(() => purgeSessions(db, batchSize, sessions.idleTtlMs), batchSize);
-    const events = await drain(() => purgeSessionEvents(db, batchSize, sessions.eventRetentionMs), batchSize);
-    if (ended + events > 0) log.info('session sweep', { sessions: ended, events });
-    return { sessions: ended, events };
+  const ranAt = new Map<string, number>();
+  /** Runs the maintenance jobs that are due (all of them with `force`); how many rows each touched. */
+  const maintain = async (force = true) => {
+    const counts: Record<string, number> = {};
+    for (const job of maintenance) {
+      if (!force && Date.now() - (ranAt.get(job.name) ?? 0) < job.everyMs) continue;
+      ranAt.set(job.name, Date.now());
+      counts[job.name] = await drain(() => job.batch(batchSize), batchSize);
+    }
+    if (Object.values(counts).some((n) => n > 0)) log.info('maintenance', counts);
+    return counts;
   };
   const requeue = (select: (trx: Kysely<Database>, limit: number) => Promise<string[]>) => () =>
     db.transaction().execute(async (trx) => {
@@ -80,9 +93,9 @@ export function createSweeper({
     sweeping = true;
     sweepNeeded(db, purgeGraceMs)
       .then((needed) => (needed ? sweep() : undefined))
-      .then(() => (Date.now() - sessionsSweptAt >= 60_000 ? sweepSessions() : undefined))
+      .then(() => maintain(false))
       .catch((err: unknown) => log.warn('sweep failed', { error: coerceError(err).message }))
       .finally(() => (sweeping = false));
   }, intervalMs);
-  return { sweep, sweepSessions, stop: () => clearInterval(timer) };
+  return { sweep, maintain, stop: () => clearInterval(timer) };
 }

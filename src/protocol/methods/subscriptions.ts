@@ -1,3 +1,4 @@
+import { CHANNELS } from '../../events/change-feed.ts';
 import { z } from 'zod';
 import { coerceError } from '../../log.ts';
 import { isTerminal } from '../../tasks/status.ts';
@@ -119,14 +120,14 @@ export function subscriptionsListen(deps: ServerDeps): MethodHandler {
     };
 
     const unsubscribe = [
-      feed.on('task', (taskId) => {
+      feed.on(CHANNELS.task, (taskId) => {
         if (watched.has(taskId)) refresh(taskId);
       }),
-      feed.on('list', (kind) => {
+      feed.on(CHANNELS.list, (kind) => {
         const flag = LIST_FLAG[kind as keyof typeof LIST_FLAG];
         if (flag !== undefined && honoured[flag] === true) send(`notifications/${kind}/list_changed`);
       }),
-      feed.on('resource', (uri) => {
+      feed.on(CHANNELS.resource, (uri) => {
         if (resourceUris.has(uri)) send('notifications/resources/updated', { uri });
       }),
       feed.onResync(refreshAll),

@@ -71,7 +71,7 @@ export function toolsCall(deps: ServerDeps): MethodHandler {
           clientCapabilities: ctx.meta[META_CLIENT_CAPABILITIES],
           ttlMs: tool.ttlMs === undefined ? deps.taskDefaults.ttlMs : tool.ttlMs,
           pollIntervalMs: tool.pollIntervalMs ?? deps.taskDefaults.pollIntervalMs,
-          sessionId: ctx.sessionId,
+          ...ctx.taskTraits,
           traceContext: ctx.trace === undefined ? undefined : injectCarrier(ctx.trace),
         });
         return { resultType: 'task', ...toWireTask(view) };

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
-import { CHANNELS } from '../../events/change-feed.ts';
+import { SESSION_CHANNELS } from '../channels.ts';
 
 /** One SSE event of a session's stream: its id (unique in the session) and its message (none: priming). */
 export interface StreamEvent {
@@ -18,16 +18,17 @@ export async function appendEvent(
   streamId: string,
   message: unknown,
 ): Promise<string> {
-  const row = await db
-    .insertInto('mcp_session_events')
-    .values({
-      session_id: sessionId,
-      stream_id: streamId,
-      message: message === null ? null : JSON.stringify(message),
-    })
-    .returning('event_id')
-    .executeTakeFirstOrThrow();
-  await sql`select pg_notify(${CHANNELS.sessionEvent}, ${`${sessionId} ${streamId}`})`.execute(db);
+  // The insert and the wake-up of a resumed stream elsewhere: one statement, one commit.
+  const { rows } = await sql<{ event_id: string }>`
+    with e as (
+      insert into mcp_session_events (session_id, stream_id, message)
+      values (${sessionId}, ${streamId}, ${message === null ? null : JSON.stringify(message)}::jsonb)
+      returning event_id
+    )
+    select e.event_id::text as event_id, pg_notify(${SESSION_CHANNELS.event}, ${`${sessionId} ${streamId}`})
+    from e`.execute(db);
+  const [row] = rows;
+  if (row === undefined) throw new Error(`appending an event to session ${sessionId} returned no row`);
   return row.event_id;
 }
 

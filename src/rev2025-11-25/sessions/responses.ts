@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
-import { CHANNELS } from '../../events/change-feed.ts';
+import { SESSION_CHANNELS } from '../channels.ts';
 import type { JsonObject } from '../../core/wire.ts';
 
 /**
@@ -13,12 +13,13 @@ export async function recordResponse(
   requestId: string,
   response: JsonObject,
 ): Promise<void> {
-  await db
-    .insertInto('mcp_session_responses')
-    .values({ session_id: sessionId, request_id: requestId, response: JSON.stringify(response) })
-    .onConflict((oc) => oc.doNothing())
-    .execute();
-  await sql`select pg_notify(${CHANNELS.response}, ${`${sessionId} ${requestId}`})`.execute(db);
+  await sql`
+    with stored as (
+      insert into mcp_session_responses (session_id, request_id, response)
+      values (${sessionId}, ${requestId}, ${JSON.stringify(response)}::jsonb)
+      on conflict do nothing
+    )
+    select pg_notify(${SESSION_CHANNELS.response}, ${`${sessionId} ${requestId}`})`.execute(db);
 }
 
 /** Takes (reads and deletes) the answers that arrived for these requests. */

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
-import { CHANNELS } from '../../events/change-feed.ts';
+import { SESSION_CHANNELS } from '../channels.ts';
 import type { ClientCapabilities, JsonObject } from '../../core/wire.ts';
 
 /** A 2025-11-25 session as every instance sees it. */
@@ -37,64 +37,90 @@ export async function createSession(
   return sessionId;
 }
 
+/** A live session as read from Postgres, with how long ago it was last seen (by the database's clock). */
+export interface SessionRow {
+  session: Session;
+  idleMs: number;
+}
+
 /**
- * The live session with this id, if it belongs to `principal`: another principal's session and an
- * unknown or ended one look the same. Refreshes `last_seen_at` at most every 30 s (idle expiry).
+ * The session with this id if it is live (not ended, not idle past `idleTtlMs`), whoever it belongs
+ * to: the caller compares the principal. A read: it writes nothing.
  */
-export async function findSession(
+export async function readSession(
   db: Kysely<Database>,
   sessionId: string,
-  principal: string,
-  idleTtlMs = 3_600_000,
-): Promise<Session | undefined> {
-  // A write per request would be costly; a refresh at most every 30 s (sooner for a short TTL) is not.
-  const refreshAfterS = Math.min(30, idleTtlMs / 2000);
+  idleTtlMs: number,
+): Promise<SessionRow | undefined> {
   const row = await db
-    .updateTable('mcp_sessions')
-    .set({
-      last_seen_at: sql`case when last_seen_at < now() - make_interval(secs => ${refreshAfterS}) then now() else last_seen_at end`,
-    })
-    .where('session_id', '=', sessionId)
-    .where('principal', '=', principal)
-    .where('ended_at', 'is', null)
-    .where('last_seen_at', '>', sql<Date>`now() - make_interval(secs => ${idleTtlMs / 1000})`)
-    .returning([
+    .selectFrom('mcp_sessions')
+    .select([
       'session_id',
       'principal',
       'protocol_version',
       'client_capabilities',
       'client_info',
       'log_level',
+      sql<number>`(extract(epoch from now() - last_seen_at) * 1000)::float8`.as('idle_ms'),
     ])
+    .where('session_id', '=', sessionId)
+    .where('ended_at', 'is', null)
+    .where('last_seen_at', '>', sql<Date>`now() - make_interval(secs => ${idleTtlMs / 1000})`)
     .executeTakeFirst();
   if (row === undefined) return undefined;
   return {
-    sessionId: row.session_id,
-    principal: row.principal,
-    protocolVersion: row.protocol_version,
-    clientCapabilities: row.client_capabilities as ClientCapabilities,
-    clientInfo: row.client_info as JsonObject,
-    logLevel: row.log_level,
+    idleMs: Math.max(0, row.idle_ms),
+    session: {
+      sessionId: row.session_id,
+      principal: row.principal,
+      protocolVersion: row.protocol_version,
+      clientCapabilities: row.client_capabilities as ClientCapabilities,
+      clientInfo: row.client_info as JsonObject,
+      logLevel: row.log_level,
+    },
   };
 }
 
-/** DELETE: the session ends for every instance; its streams close as they notice. */
-export async function endSession(db: Kysely<Database>, sessionId: string): Promise<void> {
-  await db
+/**
+ * Marks a live session seen now, if its mark is older than `staleMs`: a statement that writes (a row
+ * version, a WAL record) only then. False when the session is gone, or when its mark was fresh already
+ * (another instance refreshed it): the caller reads it again to tell which.
+ */
+export async function touchSession(
+  db: Kysely<Database>,
+  sessionId: string,
+  staleMs: number,
+  idleTtlMs: number,
+): Promise<boolean> {
+  const row = await db
     .updateTable('mcp_sessions')
-    .set({ ended_at: sql`now()` })
+    .set({ last_seen_at: sql`now()` })
     .where('session_id', '=', sessionId)
     .where('ended_at', 'is', null)
-    .execute();
-  await sql`select pg_notify(${CHANNELS.session}, ${sessionId})`.execute(db);
+    .where('last_seen_at', '<', sql<Date>`now() - make_interval(secs => ${staleMs / 1000})`)
+    .where('last_seen_at', '>', sql<Date>`now() - make_interval(secs => ${idleTtlMs / 1000})`)
+    .returning('session_id')
+    .executeTakeFirst();
+  return row !== undefined;
 }
 
+/**
+ * DELETE: the session ends for every instance (the NOTIFY, sent at commit, makes each forget it and
+ * close its streams). One statement.
+ */
+export async function endSession(db: Kysely<Database>, sessionId: string): Promise<void> {
+  await sql`
+    with ended as (
+      update mcp_sessions set ended_at = now() where session_id = ${sessionId} and ended_at is null
+    )
+    select pg_notify(${SESSION_CHANNELS.ended}, ${sessionId})`.execute(db);
+}
+
+/** logging/setLevel; every instance re-reads the session (NOTIFY at commit). One statement. */
 export async function setLogLevel(db: Kysely<Database>, sessionId: string, level: string): Promise<void> {
-  await db
-    .updateTable('mcp_sessions')
-    .set({ log_level: level })
-    .where('session_id', '=', sessionId)
-    .execute();
+  await sql`
+    with changed as (update mcp_sessions set log_level = ${level} where session_id = ${sessionId})
+    select pg_notify(${SESSION_CHANNELS.changed}, ${sessionId})`.execute(db);
 }
 
 export async function subscribe(db: Kysely<Database>, sessionId: string, uri: string): Promise<void> {

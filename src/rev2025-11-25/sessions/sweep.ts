@@ -59,3 +59,18 @@ export async function purgeSessionEvents(
     .executeTakeFirst();
   return rows.length + Number(stale.numDeletedRows);
 }
+
+/** The era's maintenance, run by every worker's sweeper once a minute at most. */
+export function sessionMaintenance(
+  db: Kysely<Database>,
+  { idleTtlMs, eventRetentionMs }: { idleTtlMs: number; eventRetentionMs: number },
+) {
+  return [
+    { name: 'sessions', everyMs: 60_000, batch: (limit: number) => purgeSessions(db, limit, idleTtlMs) },
+    {
+      name: 'session events',
+      everyMs: 60_000,
+      batch: (limit: number) => purgeSessionEvents(db, limit, eventRetentionMs),
+    },
+  ];
+}

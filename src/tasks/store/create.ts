@@ -6,7 +6,18 @@ import type { TraceCarrier } from '../../core/tracing.ts';
 import { claimDeadline, type ClaimedTask } from './lease.ts';
 import { TASK_VIEW_COLUMNS, toTaskView, type TaskView } from './view.ts';
 
-export interface NewTask {
+/**
+ * What a transport asks of the tasks its requests create, stored with each task so that the core never
+ * asks which protocol revision made it.
+ */
+export interface TaskTraits {
+  /** A tool result with `isError` ends the task `failed` instead of `completed` (2025-11-25). */
+  toolErrorFails?: boolean | undefined;
+  /** An opaque tag of where the task was created (the 2025-11-25 era: its session id); stored, shown, never interpreted. */
+  origin?: string | undefined;
+}
+
+export interface NewTask extends TaskTraits {
   taskId: string;
   principal: string;
   toolName: string;
@@ -15,8 +26,6 @@ export interface NewTask {
   clientCapabilities: ClientCapabilities;
   ttlMs: number | null;
   pollIntervalMs: number;
-  /** The 2025-11-25 session creating the task, if any. */
-  sessionId?: string | undefined;
   /** The creating request's trace context: every run leg continues it. */
   traceContext?: TraceCarrier | undefined;
 }
@@ -88,7 +97,8 @@ function insertQuery(db: Kysely<Database>, task: NewTask, claim?: { workerId: st
       arguments: JSON.stringify(task.arguments),
       prepared: task.prepared === undefined ? null : JSON.stringify(task.prepared),
       client_capabilities: JSON.stringify(task.clientCapabilities),
-      session_id: task.sessionId ?? null,
+      origin: task.origin ?? null,
+      tool_error_fails: task.toolErrorFails === true,
       trace_context: task.traceContext === undefined ? null : JSON.stringify(task.traceContext),
       status: 'working',
       ttl_ms: task.ttlMs,

@@ -45,14 +45,14 @@ export async function finishAttempts(db: Kysely<Database>, finishes: readonly Fi
     result: outcome.status === 'completed' ? outcome.result : null,
     error: outcome.status === 'failed' ? outcome.error : null,
     status_message: outcome.statusMessage ?? null,
-    // At 2025-11-25 (a task a session created) a tool result with isError ends the task `failed`.
+    // A tool result with isError ends the task `failed` where the task says so (tool_error_fails).
     is_error: outcome.status === 'completed' && outcome.result.isError === true,
   }));
   const cancelled = sql`t.cancel_requested_at is not null`;
   const { rows: landed } = await sql<{ task_id: string; attempt: number }>`
     update tasks t set
       status = case when ${cancelled} then 'cancelled'
-        when v.is_error and t.session_id is not null then 'failed' else v.status end,
+        when v.is_error and t.tool_error_fails then 'failed' else v.status end,
       result = case when ${cancelled} then null else v.result end,
       error = case when ${cancelled} then null else v.error end,
       status_message = case when ${cancelled} then 'Cancelled by request'

@@ -13,8 +13,8 @@ export interface TaskView {
   result: JsonObject | null;
   error: JsonObject | null;
   inputRequests: InputRequests | null;
-  /** The 2025-11-25 session that created the task, if one did. */
-  sessionId: string | null;
+  /** An opaque tag of where the task was created (see TaskTraits). */
+  origin: string | null;
 }
 
 export type TaskViewRow = Pick<
@@ -28,7 +28,7 @@ export type TaskViewRow = Pick<
   | 'poll_interval_ms'
   | 'result'
   | 'error'
-  | 'session_id'
+  | 'origin'
 > & { input_requests?: unknown };
 
 export const TASK_VIEW_COLUMNS = [
@@ -41,7 +41,7 @@ export const TASK_VIEW_COLUMNS = [
   'poll_interval_ms',
   'result',
   'error',
-  'session_id',
+  'origin',
 ] as const;
 
 export function toTaskView(row: TaskViewRow): TaskView {
@@ -56,7 +56,7 @@ export function toTaskView(row: TaskViewRow): TaskView {
     result: (row.result ?? null) as JsonObject | null,
     error: (row.error ?? null) as JsonObject | null,
     inputRequests: (row.input_requests ?? null) as InputRequests | null,
-    sessionId: row.session_id,
+    origin: row.origin,
   };
 }
 

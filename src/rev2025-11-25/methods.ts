@@ -1,0 +1,80 @@
+import { ProtocolError, ProtocolErrorCode, toProtocolError } from '../core/errors.ts';
+import { LOG_LEVELS, type JsonObject } from '../core/wire.ts';
+import { toolsCall } from './call.ts';
+import { handlerContext, withRequestSignal, type SessionRequest } from './request.ts';
+import { legacyTools, toLegacyResult, type LegacyVersion } from './shapes.ts';
+import { tasksCancel, tasksGet, tasksList, tasksResult } from './tasks.ts';
+
+/** Methods whose 2026-07-28 handlers serve the session era too, their results reshaped. */
+const SHARED = new Set([
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'prompts/list',
+  'prompts/get',
+  'completion/complete',
+]);
+
+/** The methods of the session era that are its own (the rest are SHARED with 2026-07-28). */
+const METHODS: Record<string, (req: SessionRequest) => Promise<JsonObject>> = {
+  ping: async () => ({}),
+  'logging/setLevel': async ({ era, session, params }) => {
+    if (!(LOG_LEVELS as readonly unknown[]).includes(params.level)) {
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid params: unknown log level');
+    }
+    await era.sessions.setLogLevel(session.sessionId, params.level as string);
+    return {};
+  },
+  'resources/subscribe': async ({ era, session, params }) => {
+    await era.sessions.subscribe(session.sessionId, uriOf(params));
+    return {};
+  },
+  'resources/unsubscribe': async ({ era, session, params }) => {
+    await era.sessions.unsubscribe(session.sessionId, uriOf(params));
+    return {};
+  },
+  'tools/list': async ({ era, session }) => ({
+    tools: legacyTools(era.tools, session.protocolVersion as LegacyVersion),
+  }),
+  'tools/call': toolsCall,
+  'tasks/get': tasksOnly(tasksGet),
+  'tasks/list': tasksOnly(tasksList),
+  'tasks/cancel': tasksOnly(tasksCancel),
+  'tasks/result': tasksOnly((req) => withRequestSignal(req, (signal) => tasksResult(req, signal))),
+};
+
+function uriOf(params: JsonObject): string {
+  if (typeof params.uri !== 'string') {
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid params: uri is required');
+  }
+  return params.uri;
+}
+
+/** Tasks exist at 2025-11-25 only; a stray `task` param (sdk 1.x sends one) is ignored elsewhere. */
+function tasksOnly(method: (req: SessionRequest) => Promise<JsonObject>) {
+  return (req: SessionRequest) => {
+    if (req.session.protocolVersion !== '2025-11-25') {
+      throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Method not found: ${req.method}`);
+    }
+    return method(req);
+  };
+}
+
+/** The JSON-RPC response to one request of a session (an error response for a failure). */
+export async function answer(req: SessionRequest): Promise<object> {
+  const { era, id, method } = req;
+  try {
+    const own = Object.hasOwn(METHODS, method) ? METHODS[method] : undefined;
+    if (own !== undefined) return { jsonrpc: '2.0', id, result: await own(req) };
+    if (!SHARED.has(method) || !era.dispatcher.has(method)) {
+      throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Method not found: ${method}`);
+    }
+    const result = await era.dispatcher.dispatch(handlerContext(req));
+    return { jsonrpc: '2.0', id, result: toLegacyResult(result) };
+  } catch (err) {
+    const error = toProtocolError(err, (cause) =>
+      era.log.error('request failed', { method, error: String(cause), stack: (cause as Error).stack }),
+    );
+    return { jsonrpc: '2.0', id, error: error.toJSON() };
+  }
+}

@@ -1,0 +1,35 @@
+import type { Context } from 'hono';
+import type { Kysely } from 'kysely';
+import type { Implementation } from '../core/wire.ts';
+import type { Database } from '../db/database.ts';
+import type { ChangeFeed } from '../events/change-feed.ts';
+import type { Logger } from '../log.ts';
+import type { Dispatcher } from '../protocol/dispatch.ts';
+import type { TaskService } from '../tasks/service.ts';
+import type { ToolRegistry } from '../tools/registry.ts';
+import type { SessionService } from './sessions/service.ts';
+
+/** What the 2025-11-25 era needs: the shared method table, the task service, its sessions, the feed. */
+export interface SessionEraOptions {
+  db: Kysely<Database>;
+  dispatcher: Dispatcher;
+  sessions: SessionService;
+  tasks: TaskService;
+  tools: ToolRegistry;
+  serverInfo: Implementation;
+  serves: { resources: boolean; prompts: boolean };
+  feed: ChangeFeed | undefined;
+  shutdown: AbortSignal;
+  principalOf: (c: Context) => string;
+  log: Logger;
+  keepAliveMs?: number | undefined;
+  /** The SSE `retry` a client waits before resuming a stream it lost. */
+  retryMs?: number | undefined;
+  /** How long a call waits for the client to answer an elicitation, sampling or roots request. */
+  inputTimeoutMs?: number | undefined;
+  /**
+   * A request still unanswered after this long gets its response as a resumable SSE stream (a priming
+   * event first), so that a long call survives a dropped connection; a quicker one is plain JSON.
+   */
+  streamAfterMs?: number | undefined;
+}

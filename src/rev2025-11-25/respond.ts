@@ -1,0 +1,44 @@
+import { randomBytes } from 'node:crypto';
+import { answer } from './methods.ts';
+import type { SessionRequest } from './request.ts';
+import { SessionStream, SSE_HEADERS } from './sse.ts';
+
+/**
+ * Answers a session request. A request that completes before anything must go out first is answered
+ * as JSON, which costs no writes. The response becomes a resumable SSE stream (logged, so that a
+ * client that loses it resumes it on any instance with GET + Last-Event-ID) at the moment the handler
+ * sends a notification or a request of its own, closes the stream, or is still running after
+ * `streamAfterMs`. A client that accepts no SSE always gets JSON.
+ */
+export async function respond(req: Omit<SessionRequest, 'stream'>): Promise<Response> {
+  const { era, c, session } = req;
+  const headers = { 'Mcp-Session-Id': session.sessionId };
+  if (!(c.req.header('accept') ?? '').includes('text/event-stream')) {
+    return c.json(await answer({ ...req, stream: undefined }), 200, headers);
+  }
+  const stream = new SessionStream(era.sessions, session.sessionId, randomBytes(12).toString('base64url'), {
+    primeWithRetryMs: era.retryMs ?? 3_000,
+  });
+  const opening = (why: string) => (err: unknown) =>
+    era.log.warn('session stream failed', { why, error: String(err) });
+  const longCall = setTimeout(
+    () => void stream.open().catch(opening('long call')),
+    era.streamAfterMs ?? 1_000,
+  );
+  const final = answer({ ...req, stream });
+  await Promise.race([stream.opened, final]);
+  if (!stream.isOpen) {
+    clearTimeout(longCall);
+    return c.json(await final, 200, headers);
+  }
+  clearTimeout(longCall);
+  const keepAlive = setInterval(() => stream.keepAlive(), era.keepAliveMs ?? 15_000);
+  void final
+    .then((message) => stream.send(message))
+    .catch(opening('answer'))
+    .finally(() => {
+      clearInterval(keepAlive);
+      stream.close();
+    });
+  return new Response(stream.body, { status: 200, headers: { ...SSE_HEADERS, ...headers } });
+}
