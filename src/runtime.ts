@@ -43,6 +43,9 @@ import { RequestStateSealer } from './tools/request-state.ts';
 
 export type Role = 'all' | 'server' | 'worker';
 
+/** The LISTEN connection's application_name, `:role` appended: instances that serve HTTP find each other by it. */
+const LISTENER_NAME = 'durable-mcp-tasks:listen';
+
 export interface RuntimeOptions {
   config: Config;
   log: Logger;
@@ -218,10 +221,10 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
 
     // One LISTEN connection per process: task changes, new runs, list changes.
     // A transaction-mode pooler cannot carry LISTEN: it takes the direct connection.
-    const feed = new ChangeFeed(directUrl, log, [
-      ...Object.values(CHANNELS),
-      ...Object.values(SESSION_CHANNELS),
-    ]);
+    const feed = new ChangeFeed(directUrl, log, {
+      channels: [...Object.values(CHANNELS), ...Object.values(SESSION_CHANNELS)],
+      applicationName: `${LISTENER_NAME}:${role}`,
+    });
     await retry('listen', () => feed.start());
     cleanups.push(() => feed.stop());
 
@@ -296,7 +299,11 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       // Refuse unsafe settings (e.g. no authentication on a public address) before binding anything.
       securityFromConfig(config, config.PORT);
       const dispatcher = createDispatcher(deps);
-      const sessions = new SessionService(db, { idleTtlMs: config.SESSION_IDLE_TTL_MS, feed });
+      const sessions = new SessionService(db, {
+        idleTtlMs: config.SESSION_IDLE_TTL_MS,
+        feed,
+        servingListeners: [`${LISTENER_NAME}:all`, `${LISTENER_NAME}:server`],
+      });
       const buildApp = (port: number) => {
         const security = securityFromConfig(config, port);
         return createApp({

@@ -27,17 +27,29 @@ export class ChangeFeed {
   readonly #connectionString: string;
   readonly #log: Logger;
   readonly #channels: readonly string[];
+  readonly #applicationName: string;
   readonly #listeners = new Map<string, Set<Listener>>();
   readonly #resync = new Set<() => void>();
   #client: pg.Client | undefined;
   #stopped = false;
   #ready: Promise<void> | undefined;
 
-  /** `channels`: every channel name to LISTEN on (the core's by default). */
-  constructor(connectionString: string, log: Logger, channels: readonly string[] = Object.values(CHANNELS)) {
+  /**
+   * `channels`: every channel name to LISTEN on (the core's by default); `applicationName`: the LISTEN
+   * connection's, so that peers can find the listeners in pg_stat_activity.
+   */
+  constructor(
+    connectionString: string,
+    log: Logger,
+    {
+      channels = Object.values(CHANNELS),
+      applicationName = 'durable-mcp-tasks:listen',
+    }: { channels?: readonly string[]; applicationName?: string } = {},
+  ) {
     this.#connectionString = connectionString;
     this.#log = log;
     this.#channels = [...new Set(channels)];
+    this.#applicationName = applicationName;
   }
 
   /** True while the LISTEN connection is up: a notification sent now will be heard. */
@@ -89,7 +101,7 @@ export class ChangeFeed {
   async #connect(): Promise<void> {
     const client = new pg.Client({
       connectionString: this.#connectionString,
-      application_name: 'durable-mcp-tasks:listen',
+      application_name: this.#applicationName,
       keepAlive: true,
     });
     client.on('notification', (n) => {

@@ -7,6 +7,11 @@ export const SESSION_CHANNELS = {
   ended: 'mcp_session_ended',
   /** A session's stored state changed (its log level): every instance re-reads it. Payload: the session id. */
   changed: 'mcp_session_changed',
+  /**
+   * An instance forgot a session it heard `ended` or `changed` for: the instance that ended or changed
+   * it answers once every serving instance has. Payload: `session instance`.
+   */
+  forgotten: 'mcp_session_forgotten',
   /** A session's stream got an event: a resumed stream on another instance forwards it. Payload: `session stream`. */
   event: 'mcp_session_events',
   /** A client answered a request the server sent it: the instance waiting for it reads it. Payload: `session request`. */

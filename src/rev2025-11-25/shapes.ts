@@ -25,13 +25,23 @@ export function toLegacyResult(result: JsonObject): JsonObject {
 
 const TASK_SUPPORT = { never: 'forbidden', optional: 'optional', required: 'required' } as const;
 
+/** tools/list by registry and revision: the tools never change while a process runs. */
+const listed = new WeakMap<ToolRegistry, Map<LegacyVersion, JsonObject[]>>();
+
 /** tools/list at 2025-11-25: each tool with `execution.taskSupport` derived from its task policy. */
 export function legacyTools(tools: ToolRegistry, version: LegacyVersion): JsonObject[] {
-  return tools.list().map((description) => {
-    if (version !== '2025-11-25') return { ...description };
-    const policy = tools.get(description.name).taskSupport ?? 'never';
-    return { ...description, execution: { taskSupport: TASK_SUPPORT[policy] } };
-  });
+  let byVersion = listed.get(tools);
+  if (byVersion === undefined) listed.set(tools, (byVersion = new Map<LegacyVersion, JsonObject[]>()));
+  let list = byVersion.get(version);
+  if (list === undefined) {
+    list = tools.list().map((description) => {
+      if (version !== '2025-11-25') return { ...description };
+      const policy = tools.get(description.name).taskSupport ?? 'never';
+      return { ...description, execution: { taskSupport: TASK_SUPPORT[policy] } };
+    });
+    byVersion.set(version, list);
+  }
+  return list;
 }
 
 /** What the server declares in `initialize`, from what it serves. */

@@ -2,6 +2,7 @@ import { Client as Client2, StreamableHTTPClientTransport as Transport2 } from '
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createServerEvents } from '../../src/events/server-events.ts';
@@ -132,6 +133,107 @@ describe('the 2025-11-25 era on the same endpoint', () => {
     const after = await post(a.url, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, headers);
     expect(after.res.status).toBe(404);
     expect(JSON.parse(after.text)).toMatchObject({ error: { code: -32001 } });
+  });
+
+  it('DELETE on either instance is a 404 on both at once, for sessions both have served', async () => {
+    for (let i = 0; i < 10; i++) {
+      const { sessionId } = await initialize(i % 2 === 0 ? a.url : b.url);
+      const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
+      const list = { jsonrpc: '2.0', id: 2, method: 'tools/list' };
+      // Both instances hold it in memory now.
+      for (const url of [a.url, b.url]) expect((await post(url, list, headers)).res.status).toBe(200);
+      const deleted = await fetch(i % 2 === 0 ? b.url : a.url, { method: 'DELETE', headers });
+      expect(deleted.status).toBe(200);
+      const after = await Promise.all([a.url, b.url].map((url) => post(url, list, headers)));
+      expect(after.map((r) => r.res.status)).toEqual([404, 404]);
+    }
+  });
+
+  it('answers requests that need no stream as JSON, writing nothing: no event logged, the session row untouched', async () => {
+    const { sessionId } = await initialize(a.url);
+    const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
+    const rowVersion = async () =>
+      (
+        await tdb.db
+          .selectFrom('mcp_sessions')
+          .select(sql<string>`xmin::text`.as('xmin'))
+          .where('session_id', '=', sessionId)
+          .executeTakeFirstOrThrow()
+      ).xmin;
+    const before = await rowVersion();
+    const requests = [
+      { method: 'ping' },
+      { method: 'tools/list' },
+      { method: 'tools/call', params: { name: 'echo', arguments: { text: 'json' } } },
+    ];
+    for (const [i, request] of requests.entries()) {
+      for (const url of [a.url, b.url]) {
+        const { res, text } = await post(url, { jsonrpc: '2.0', id: 10 + i, ...request }, headers);
+        expect(res.headers.get('content-type')).toContain('application/json');
+        expect(JSON.parse(text)).toMatchObject({ id: 10 + i, result: {} });
+      }
+    }
+    expect(await rowVersion()).toBe(before);
+    const events = await tdb.db
+      .selectFrom('mcp_session_events')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('session_id', '=', sessionId)
+      .executeTakeFirstOrThrow();
+    expect(Number(events.n)).toBe(0);
+  });
+
+  it('a call still running after a second streams, primed and logged, and resumes on the other instance', async () => {
+    const { sessionId } = await initialize(a.url);
+    const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
+    const abort = new AbortController();
+    // Synchronous (no params.task): 3 chunks of 600 ms, in the HTTP process.
+    const res = await fetch(a.url, {
+      method: 'POST',
+      headers: { ...JSON_HEADERS, ...headers },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 21,
+        method: 'tools/call',
+        params: { name: 'analyze_numbers', arguments: { count: 3, chunkSize: 1, delayMsPerChunk: 600 } },
+      }),
+      signal: abort.signal,
+    });
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    const reader = res.body!.getReader();
+    let head = '';
+    while (!head.includes('\n\n')) head += new TextDecoder().decode((await reader.read()).value);
+    const primed = /^id: (\S+)\nretry: \d+\n/.exec(head);
+    expect(primed).not.toBeNull();
+    // The client drops the stream; the call goes on, and the other instance replays its answer.
+    abort.abort();
+    const resumed = await fetch(b.url, {
+      headers: { ...headers, accept: 'text/event-stream', 'last-event-id': primed![1]! },
+    });
+    expect(resumed.status).toBe(200);
+    const final = await readSse(resumed).next(10_000);
+    expect(final).toMatchObject({ id: 21, result: { content: [{ type: 'text' }] } });
+    expect(JSON.stringify(final)).toContain('Analyzed 3 values');
+  });
+
+  it('runs a task-optional tool synchronously when the session declared the tasks extension but the call has no params.task (the Inspector)', async () => {
+    const { sessionId } = await initialize(a.url, '2025-11-25', {
+      extensions: { 'io.modelcontextprotocol/tasks': {} },
+    });
+    const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
+    const { text } = await post(
+      b.url,
+      {
+        jsonrpc: '2.0',
+        id: 4,
+        method: 'tools/call',
+        params: { name: 'analyze_numbers', arguments: { count: 1000 } },
+      },
+      headers,
+    );
+    const reply = messages(text).at(-1)!;
+    expect(reply.result.task).toBeUndefined();
+    expect(reply.result.taskId).toBeUndefined();
+    expect(reply.result.content[0].text).toContain('Analyzed 1000 values');
   });
 
   it('the answer to a server request may land on the other instance', async () => {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { JsonObject } from '../../core/wire.ts';
 import type { Database } from '../../db/database.ts';
@@ -26,10 +27,16 @@ export interface SessionServiceOptions {
    * change anywhere; without it, every request reads its session.
    */
   feed?: ChangeFeed | undefined;
+  /**
+   * The application_name of the LISTEN connections of every instance that caches sessions (see
+   * ChangeFeed): a DELETE or setLevel answers once that many instances said they forgot the session.
+   * Without it, once this instance did.
+   */
+  servingListeners?: readonly string[] | undefined;
 }
 
-/** How long a NOTIFY of this instance's own may take to come back before a DELETE answers anyway. */
-const OWN_NOTIFY_WAIT_MS = 2_000;
+/** How long a DELETE waits for the other instances to forget the session before it answers anyway. */
+const FORGET_WAIT_MS = 2_000;
 
 /** The 2025-11-25 sessions, their stream logs and pending answers, for the era's transport. */
 export class SessionService {
@@ -38,18 +45,36 @@ export class SessionService {
   /** `last_seen_at` is refreshed when older than this: idle expiry needs no write per request. */
   readonly #refreshAfterMs: number;
   readonly #feed: ChangeFeed | undefined;
+  readonly #servingListeners: readonly string[] | undefined;
   readonly #cache = new SessionCache();
+  readonly #instanceId = randomBytes(6).toString('hex');
+  /** Counts what made cached sessions stale: a read that overlapped one is not cached. */
+  #invalidations = 0;
 
-  constructor(db: Kysely<Database>, { idleTtlMs = 3_600_000, feed }: SessionServiceOptions = {}) {
+  constructor(
+    db: Kysely<Database>,
+    { idleTtlMs = 3_600_000, feed, servingListeners }: SessionServiceOptions = {},
+  ) {
     this.#db = db;
     this.#idleTtlMs = idleTtlMs;
     this.#refreshAfterMs = Math.min(30_000, idleTtlMs / 2);
     this.#feed = feed;
-    const forget = (sessionId: string) => this.#cache.forget(sessionId);
+    this.#servingListeners = servingListeners;
+    const forget = (sessionId: string) => {
+      this.#invalidations++;
+      this.#cache.forget(sessionId);
+      // Whoever ended or changed it waits for every instance to say so.
+      sql`select pg_notify(${SESSION_CHANNELS.forgotten}, ${`${sessionId} ${this.#instanceId}`})`
+        .execute(this.#db)
+        .catch(() => {});
+    };
     feed?.on(SESSION_CHANNELS.ended, forget);
     feed?.on(SESSION_CHANNELS.changed, forget);
     // Notifications may have been missed while the connection was down.
-    feed?.onResync(() => this.#cache.clear());
+    feed?.onResync(() => {
+      this.#invalidations++;
+      this.#cache.clear();
+    });
   }
 
   async create(s: Omit<Session, 'sessionId' | 'logLevel'>): Promise<string> {
@@ -83,13 +108,18 @@ export class SessionService {
     return known.session;
   }
 
-  /** DELETE: answers once this instance heard its own NOTIFY, which every other instance hears with it. */
+  /**
+   * DELETE: the session ends for every instance. Answers once every instance that serves HTTP said it
+   * forgot the session (or after FORGET_WAIT_MS, for an instance that hangs), so that the client's next
+   * request gets 404 wherever it lands.
+   */
   async end(sessionId: string): Promise<void> {
-    await this.#heard(SESSION_CHANNELS.ended, sessionId, () => endSession(this.#db, sessionId));
+    await this.#everywhere(sessionId, () => endSession(this.#db, sessionId));
   }
 
+  /** logging/setLevel; answers once every instance re-reads the session, as `end` does. */
   async setLogLevel(sessionId: string, level: string): Promise<void> {
-    await this.#heard(SESSION_CHANNELS.changed, sessionId, () => setLogLevel(this.#db, sessionId, level));
+    await this.#everywhere(sessionId, () => setLogLevel(this.#db, sessionId, level));
   }
 
   subscribe(sessionId: string, uri: string): Promise<void> {
@@ -127,34 +157,54 @@ export class SessionService {
   }
 
   async #read(sessionId: string, now: number) {
+    const before = this.#invalidations;
     const row = await readSession(this.#db, sessionId, this.#idleTtlMs);
     if (row === undefined) {
       this.#cache.forget(sessionId);
       return undefined;
     }
     const known = { session: row.session, seenAt: now - row.idleMs };
-    if (this.#caching) this.#cache.set(row.session, known.seenAt, now);
+    // A row read while a session ended or changed may be the old one: used once, never kept.
+    if (this.#caching && this.#invalidations === before) this.#cache.set(row.session, known.seenAt, now);
     return known;
   }
 
-  /** Runs `write` (which NOTIFYs `channel` with the session id) and waits, bounded, to hear it here. */
-  async #heard(channel: string, sessionId: string, write: () => Promise<void>): Promise<void> {
+  /**
+   * Runs `write` (which NOTIFYs `ended` or `changed` with the session id), then waits, bounded, until
+   * every serving instance (counted by their LISTEN connections) said it forgot the session.
+   */
+  async #everywhere(sessionId: string, write: () => Promise<void>): Promise<void> {
     this.#cache.forget(sessionId);
-    if (this.#feed?.listening !== true) return write();
+    const feed = this.#feed;
+    if (feed?.listening !== true) return write();
+    const expected =
+      this.#servingListeners === undefined ? 1 : await countListeners(this.#db, this.#servingListeners);
+    const forgotBy = new Set<string>();
     let off: () => void = () => {};
-    const heard = new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, OWN_NOTIFY_WAIT_MS);
-      off = this.#feed!.on(channel, (payload) => {
-        if (payload !== sessionId) return;
+    const forgotten = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, FORGET_WAIT_MS);
+      off = feed.on(SESSION_CHANNELS.forgotten, (payload) => {
+        const [id, instance] = payload.split(' ');
+        if (id !== sessionId || instance === undefined) return;
+        forgotBy.add(instance);
+        if (forgotBy.size < expected) return;
         clearTimeout(timer);
         resolve();
       });
     });
     try {
       await write();
-      await heard;
+      await forgotten;
     } finally {
       off();
     }
   }
+}
+
+/** How many LISTEN connections with these application names this database has (the serving instances). */
+async function countListeners(db: Kysely<Database>, names: readonly string[]): Promise<number> {
+  const { rows } = await sql<{ n: number }>`
+    select count(*)::int as n from pg_stat_activity
+    where datname = current_database() and application_name = any(${names})`.execute(db);
+  return Math.max(1, rows[0]?.n ?? 1);
 }
