@@ -3,7 +3,7 @@ import { META_CLIENT_CAPABILITIES, type InputRequests, type JsonObject } from '.
 import type { RequestContext } from '../protocol/context.ts';
 import { handlerContext, withRequestSignal, type SessionRequest } from './request.ts';
 import { ask } from './server-requests.ts';
-import { toLegacyResult } from './shapes.ts';
+import { legacyTask, toLegacyResult } from './shapes.ts';
 
 /** MRTR rounds a call may take before it is refused: a handler asking forever is a bug. */
 const MAX_ROUNDS = 32;
@@ -47,17 +47,7 @@ async function createTask(req: SessionRequest, call: JsonObject, signal: AbortSi
     ...ctx,
     meta: { ...ctx.meta, [META_CLIENT_CAPABILITIES]: caps },
   });
-  return {
-    task: {
-      taskId: created.taskId,
-      status: created.status,
-      ...(created.statusMessage === undefined ? {} : { statusMessage: created.statusMessage }),
-      createdAt: created.createdAt,
-      lastUpdatedAt: created.lastUpdatedAt,
-      ttl: created.ttlMs,
-      pollInterval: created.pollIntervalMs,
-    },
-  };
+  return { task: legacyTask(created) };
 }
 
 /**

@@ -6,7 +6,7 @@ import type { Session } from './sessions/store.ts';
 import type { SessionEraOptions } from './options.ts';
 import { rpcError, SESSION_HEADER } from './wire.ts';
 import { SessionStream, SSE_HEADERS } from './sse.ts';
-import { legacyTask } from './tasks.ts';
+import { taskOf } from './tasks.ts';
 
 /** The session a GET or DELETE names, or the response that refuses it (400 without, 404 unknown). */
 async function sessionOf(
@@ -137,9 +137,7 @@ function standalone(o: SessionEraOptions, session: Session): Response {
       if (session.protocolVersion !== '2025-11-25') return;
       void o.tasks
         .get(taskId, session.principal)
-        .then(
-          (view) => view.origin === session.sessionId && send('notifications/tasks/status', legacyTask(view)),
-        )
+        .then((view) => view.origin === session.sessionId && send('notifications/tasks/status', taskOf(view)))
         .catch(() => {});
     }) ?? (() => {}),
     o.feed?.on(CHANNELS.resource, (uri) => {

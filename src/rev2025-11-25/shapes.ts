@@ -23,6 +23,22 @@ export function toLegacyResult(result: JsonObject): JsonObject {
   return Object.keys(meta).length > 0 ? { ...rest, _meta: meta } : rest;
 }
 
+/**
+ * A task as 2025-11-25 shapes it, from the 2026-07-28 `Task` fields (a CreateTaskResult, toWireTask):
+ * the same fields, with `ttl` and `pollInterval` for `ttlMs` and `pollIntervalMs`.
+ */
+export function legacyTask(task: JsonObject): JsonObject {
+  return {
+    taskId: task.taskId,
+    status: task.status,
+    ...(task.statusMessage === undefined ? {} : { statusMessage: task.statusMessage }),
+    createdAt: task.createdAt,
+    lastUpdatedAt: task.lastUpdatedAt,
+    ttl: task.ttlMs,
+    pollInterval: task.pollIntervalMs,
+  };
+}
+
 const TASK_SUPPORT = { never: 'forbidden', optional: 'optional', required: 'required' } as const;
 
 /** tools/list by registry and revision: the tools never change while a process runs. */

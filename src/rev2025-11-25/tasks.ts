@@ -2,39 +2,29 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
 import { ListParamsSchema, TaskIdParamsSchema, type JsonObject } from '../core/wire.ts';
 import { CHANNELS } from '../events/change-feed.ts';
-import type { TaskView } from '../tasks/store/view.ts';
+import { toWireTask, type TaskView } from '../tasks/store/view.ts';
 import { cancelTaskNow } from './cancel.ts';
 import type { SessionRequest } from './request.ts';
 import { ask } from './server-requests.ts';
-import { toLegacyResult } from './shapes.ts';
+import { legacyTask, toLegacyResult } from './shapes.ts';
 
 export const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 
-/** A task as 2025-11-25 shapes it. */
-export function legacyTask(view: TaskView): JsonObject {
-  return {
-    taskId: view.taskId,
-    status: view.status,
-    ...(view.statusMessage === null ? {} : { statusMessage: view.statusMessage }),
-    createdAt: view.createdAt.toISOString(),
-    lastUpdatedAt: view.lastUpdatedAt.toISOString(),
-    ttl: view.ttlMs,
-    pollInterval: view.pollIntervalMs,
-  };
-}
+/** A stored task as 2025-11-25 shapes it. */
+export const taskOf = (view: TaskView): JsonObject => legacyTask(toWireTask(view));
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
 export async function tasksGet({ era, session, params }: SessionRequest): Promise<JsonObject> {
   const { taskId } = TaskIdParamsSchema.parse(params);
-  return legacyTask(await era.tasks.get(taskId, session.principal));
+  return taskOf(await era.tasks.get(taskId, session.principal));
 }
 
 export async function tasksList({ era, session, params }: SessionRequest): Promise<JsonObject> {
   const { cursor } = ListParamsSchema.parse(params);
   const page = await era.tasks.list(session.principal, cursor);
   return {
-    tasks: page.tasks.map(legacyTask),
+    tasks: page.tasks.map(taskOf),
     ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }),
   };
 }
@@ -50,7 +40,7 @@ export async function tasksCancel({ era, session, params }: SessionRequest): Pro
       `Cannot cancel task in terminal status: ${current.status}`,
     );
   }
-  return legacyTask(view);
+  return taskOf(view);
 }
 
 /**
