@@ -17,7 +17,6 @@ export const SSE_HEADERS = {
  * logs nothing.
  */
 export class SessionStream {
-  readonly body: ReadableStream<Uint8Array>;
   readonly streamId: string;
   /** Aborts when the client closes the stream. */
   readonly gone = new AbortController();
@@ -27,6 +26,7 @@ export class SessionStream {
   readonly #sessionId: string;
   readonly #retryMs: number | undefined;
   readonly #encoder = new TextEncoder();
+  #body: ReadableStream<Uint8Array> | undefined;
   #controller: ReadableStreamDefaultController<Uint8Array> | undefined;
   #closed = false;
   #opening: Promise<void> | undefined;
@@ -43,14 +43,21 @@ export class SessionStream {
     this.streamId = streamId;
     this.#retryMs = primeWithRetryMs;
     this.opened = new Promise((resolve) => (this.#markOpened = resolve));
-    if (primeWithRetryMs === undefined) this.#opening = Promise.resolve();
-    this.body = new ReadableStream<Uint8Array>({
+    if (primeWithRetryMs === undefined) {
+      this.#opening = Promise.resolve();
+      void this.body;
+    }
+  }
+
+  /** The response body (made on first use: a request answered as JSON never needs one). */
+  get body(): ReadableStream<Uint8Array> {
+    return (this.#body ??= new ReadableStream<Uint8Array>({
       start: (controller) => void (this.#controller = controller),
       cancel: () => {
         this.#closed = true;
         this.gone.abort(new Error('client closed the stream'));
       },
-    });
+    }));
   }
 
   /** Whether the stream has opened: from then on it is the response. */
@@ -61,6 +68,7 @@ export class SessionStream {
   /** Opens the stream (once): a primed stream's priming event is logged, then written. */
   open(): Promise<void> {
     if (this.#opening === undefined) {
+      void this.body;
       this.#markOpened();
       this.#opening = this.#prime();
     }
