@@ -7,8 +7,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { alive } from '../../src/db/embedded.ts';
 import { expectedAnalysis } from '../helpers/analysis.ts';
 import { RawMcp } from '../helpers/mcp.ts';
-import { waitFor } from '../helpers/oversized.ts';
 import { freePort } from '../helpers/ports.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const dir = mkdtempSync(path.join(tmpdir(), 'mcp-start-'));

@@ -11,16 +11,12 @@ import {
   type FetchLike,
 } from '@modelcontextprotocol/client';
 import {
-  DispatchError,
   TaskCancelledError,
   TaskFailedError,
   createApplicationInputHandler,
   resultFromTaskOutcome,
   withTasks,
   type ApplicationElicitResult,
-  type ConnectedMcpSessionPort,
-  type DispatchOptions,
-  type JsonRpcResponse,
   type ResolvedInputExchangeContext,
   type TaskEnabledSession,
   type TaskExecutionEvent,
@@ -32,13 +28,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/runtime.ts';
 import { expectedAnalysis } from '../helpers/analysis.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { RawMcp } from '../helpers/mcp.ts';
+import { extTasksPort } from '../helpers/ext-tasks.ts';
+import { parseMessages, PROTOCOL_VERSION, RawMcp, TASKS_EXT } from '../helpers/mcp.ts';
 import { startTestRuntime } from '../helpers/runtime.ts';
 import { assertWireValid } from '../helpers/wire-schema.ts';
-
-const PROTOCOL_VERSION = '2026-07-28';
-const TASKS_EXT = 'io.modelcontextprotocol/tasks';
-const CAPS_KEY = 'io.modelcontextprotocol/clientCapabilities';
 
 let tdb: TestDatabase;
 let rt: Runtime & { url: string };
@@ -70,18 +63,6 @@ interface WireLog {
 }
 
 const newWireLog = (): WireLog => ({ sent: [], validated: [], aborted: [], violations: [] });
-
-/** The JSON-RPC messages in a response body (several for an SSE stream). */
-function parseMessages(contentType: string, text: string): unknown[] {
-  if (text === '') return [];
-  if (contentType.includes('text/event-stream')) {
-    return text
-      .split('\n')
-      .filter((l) => l.startsWith('data:'))
-      .map((l) => JSON.parse(l.slice(5)) as unknown);
-  }
-  return [JSON.parse(text) as unknown];
-}
 
 function checkMessages(log: WireLog, method: string, messages: readonly unknown[]): void {
   for (const message of messages) {
@@ -123,125 +104,27 @@ function validatingFetch(log: WireLog, pending: Array<Promise<void>>): FetchLike
 }
 
 // ---------------------------------------------------------------------------------------------
-// A ConnectedMcpSessionPort for ext-tasks: one stateless POST per dispatch (2026-07-28 has no
-// server-to-client requests and this server has no listen stream). It adds jsonrpc/id, the _meta
-// envelope and the routing headers, and checks every server message with assertWireValid.
+// ext-tasks over the suite's port (test/helpers/ext-tasks.ts): one stateless POST per dispatch; the
+// wire log sees every request and checks every server message with assertWireValid.
 // ---------------------------------------------------------------------------------------------
 
-type JsonObject = { readonly [key: string]: JsonValue };
-const isObj = (v: unknown): v is JsonObject => v !== null && typeof v === 'object' && !Array.isArray(v);
-const obj = (v: unknown): JsonObject => (isObj(v) ? v : {});
-
-function createFetchPort(url: string, log: WireLog): ConnectedMcpSessionPort {
-  let nextId = 1;
-  const clientInfo = { name: 'e2e-ext-tasks', version: '0.0.0' };
-  const baseCaps: JsonObject = { elicitation: { form: {} } };
-
-  async function dispatch(request: JsonValue, options: DispatchOptions = {}): Promise<JsonRpcResponse> {
-    if (!isObj(request) || typeof request.method !== 'string') {
-      throw new DispatchError('request must be {method, params}');
-    }
-    const method = request.method;
-    const params = obj(request.params);
-    const meta = obj(params._meta);
-    const caps = obj(meta[CAPS_KEY]);
-    const id = nextId++;
-    const body = {
-      jsonrpc: '2.0',
-      id,
-      method,
-      params: {
-        ...params,
-        _meta: {
-          ...meta,
-          'io.modelcontextprotocol/protocolVersion': PROTOCOL_VERSION,
-          'io.modelcontextprotocol/clientInfo': clientInfo,
-          [CAPS_KEY]: {
-            ...baseCaps,
-            ...caps,
-            extensions: { ...obj(baseCaps.extensions), ...obj(caps.extensions), [TASKS_EXT]: {} },
-          },
-        },
+function loggedPort(url: string, log: WireLog) {
+  return extTasksPort(url, {
+    clientInfo: { name: 'e2e-ext-tasks', version: '0.0.0' },
+    hooks: {
+      sent: (method) => log.sent.push(method),
+      aborted: (method) => log.aborted.push(method),
+      replied: (method, reply) => {
+        if (reply.text !== '' && reply.messages.length === 0)
+          log.violations.push(
+            `${method}: HTTP ${reply.status} with a non-JSON body: ${reply.text.slice(0, 200)}`,
+          );
+        checkMessages(log, method, reply.messages);
+        if (reply.body.result === undefined && reply.body.error === undefined)
+          log.violations.push(`${method}: HTTP ${reply.status} without a JSON-RPC response`);
       },
-    };
-    const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(options.context?.headers ?? {})) {
-      if (k.toLowerCase() !== 'mcp-name') headers[k] = v;
-    }
-    Object.assign(headers, {
-      'Content-Type': 'application/json',
-      Accept: 'application/json, text/event-stream',
-      'MCP-Protocol-Version': PROTOCOL_VERSION,
-      'Mcp-Method': method,
-    });
-    const name =
-      method === 'tools/call' || method === 'prompts/get'
-        ? params.name
-        : method === 'resources/read'
-          ? params.uri
-          : method.startsWith('tasks/')
-            ? params.taskId
-            : undefined;
-    if (typeof name === 'string') headers['Mcp-Name'] = name; // all names here are ASCII
-
-    const timeoutMs = options.context?.requestTimeoutMs;
-    const signals = [
-      options.signal,
-      timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs),
-    ].filter((s) => s !== undefined);
-    log.sent.push(method);
-    let res: Response;
-    try {
-      res = await fetch(url, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify(body),
-        signal: signals.length > 0 ? AbortSignal.any(signals) : null,
-      });
-    } catch (cause) {
-      if (options.signal?.aborted) {
-        log.aborted.push(method);
-        throw cause;
-      }
-      throw new DispatchError(`fetch failed for ${method}`, true, { cause });
-    }
-    const text = await res.text().catch((cause: unknown) => {
-      if (options.signal?.aborted) log.aborted.push(method);
-      throw cause;
-    });
-    let messages: unknown[];
-    try {
-      messages = parseMessages(res.headers.get('content-type') ?? '', text);
-    } catch (cause) {
-      log.violations.push(`${method}: HTTP ${res.status} with a non-JSON body: ${text.slice(0, 200)}`);
-      throw new DispatchError(`HTTP ${res.status}: non-JSON body for ${method}`, false, { cause });
-    }
-    checkMessages(log, method, messages);
-    const m = obj(messages.find((x) => obj(x).id === id));
-    if (isObj(m.error)) {
-      return {
-        kind: 'error',
-        error: {
-          code: Number(m.error.code),
-          message: typeof m.error.message === 'string' ? m.error.message : JSON.stringify(m.error.message),
-          ...(m.error.data === undefined ? {} : { data: m.error.data }),
-        },
-      };
-    }
-    if ('result' in m && m.result !== undefined) return { kind: 'result', result: m.result };
-    log.violations.push(`${method}: HTTP ${res.status} without a JSON-RPC response for id ${id}`);
-    throw new DispatchError(`HTTP ${res.status}: no JSON-RPC response for ${method}`, false);
-  }
-
-  return {
-    endpointId: url,
-    taskCapabilities: { generation: 'v2', capabilities: {} },
-    dispatch,
-    onServerRequest: () => () => {},
-    onNotification: () => () => {},
-    onInvalidated: () => () => {},
-    invalidated: false,
-  };
+    },
+  });
 }
 
 interface Elicited {
@@ -259,7 +142,7 @@ function openSession(answer: (e: Elicited) => ApplicationElicitResult = () => ({
   const log = newWireLog();
   const elicited: Elicited[] = [];
   const errors: Error[] = [];
-  const session = withTasks(createFetchPort(rt.url, log), {
+  const session = withTasks(loggedPort(rt.url, log), {
     onInputRequest: createApplicationInputHandler({
       elicitation: async (request, ctx) => {
         const e = { params: request.params, ctx };

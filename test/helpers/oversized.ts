@@ -1,14 +1,9 @@
 import { spawn } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
+import { mcpHeaders } from './mcp.ts';
 
 /** Headers of a plausible MCP POST: the body limit must answer before any of them matter. */
-export const MCP_POST_HEADERS: Readonly<Record<string, string>> = {
-  'content-type': 'application/json',
-  accept: 'application/json, text/event-stream',
-  'mcp-protocol-version': '2026-07-28',
-  'mcp-method': 'tools/call',
-  'mcp-name': 'echo',
-};
+export const MCP_POST_HEADERS: Readonly<Record<string, string>> = mcpHeaders('tools/call', { name: 'echo' });
 
 /** A JSON-RPC request padded to `size` bytes. */
 export function paddedRequest(size: number): Buffer {
@@ -125,23 +120,6 @@ export function curlOutcome(args: readonly string[]): Promise<Outcome> {
       resolve({ status: Number(status), body: text.slice(0, nl), uploaded: Number(uploaded) });
     });
   });
-}
-
-/**
- * Polls `probe` until it returns something other than `undefined` or `false`, and fails after
- * `timeoutMs`: the way tests wait for a condition instead of sleeping.
- */
-export async function waitFor<T>(
-  probe: () => T | undefined | false | Promise<T | undefined | false>,
-  { timeoutMs = 10_000, what = 'the condition' }: { timeoutMs?: number; what?: string } = {},
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`${what} did not hold within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 /**

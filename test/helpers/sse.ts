@@ -1,10 +1,85 @@
-import { assertWireValid } from './wire-schema.ts';
-import { PROTOCOL_VERSION, TASK_CAPS } from './mcp.ts';
+/**
+ * The one SSE parser of the suite (tests, system tests): `SseParser` splits a text/event-stream into
+ * events as chunks arrive, `sseMessages` reads a whole body, `readSse` a live response.
+ */
 
-export interface ListenStream {
+/** One server-sent event: its id (a resume point) and its data lines, joined by a newline. */
+export interface SseEvent {
+  id?: string;
+  event?: string;
+  data: string;
+}
+
+/**
+ * An incremental text/event-stream parser (WHATWG "event stream interpretation"): `push` a chunk,
+ * get the events it completed. Comment lines (`:` keep-alives) are counted, not returned.
+ */
+export class SseParser {
+  #buffer = '';
+  comments = 0;
+
+  push(chunk: string): SseEvent[] {
+    this.#buffer += chunk.replace(/\r\n?/g, '\n');
+    const events: SseEvent[] = [];
+    let sep: number;
+    while ((sep = this.#buffer.indexOf('\n\n')) >= 0) {
+      const block = this.#buffer.slice(0, sep);
+      this.#buffer = this.#buffer.slice(sep + 2);
+      const event = this.#event(block);
+      if (event !== undefined) events.push(event);
+    }
+    return events;
+  }
+
+  /** The events of a body that ended (a last event without its blank line counts too). */
+  end(): SseEvent[] {
+    const rest = this.#buffer;
+    this.#buffer = '';
+    const event = rest.trim() === '' ? undefined : this.#event(rest);
+    return event === undefined ? [] : [event];
+  }
+
+  #event(block: string): SseEvent | undefined {
+    const data: string[] = [];
+    let id: string | undefined;
+    let type: string | undefined;
+    for (const line of block.split('\n')) {
+      if (line.startsWith(':')) {
+        this.comments++;
+        continue;
+      }
+      const colon = line.indexOf(':');
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? '' : line.slice(colon + 1);
+      if (value.startsWith(' ')) value = value.slice(1);
+      if (field === 'data') data.push(value);
+      else if (field === 'id') id = value;
+      else if (field === 'event') type = value;
+    }
+    if (data.length === 0 && id === undefined) return undefined;
+    return {
+      ...(id === undefined ? {} : { id }),
+      ...(type === undefined ? {} : { event: type }),
+      data: data.join('\n'),
+    };
+  }
+}
+
+/** The JSON-RPC messages of SSE events; a priming event (an id to resume from, empty data) carries none. */
+export function eventMessages(events: readonly SseEvent[]): Array<Record<string, any>> {
+  return events.filter((e) => e.data.trim() !== '').map((e) => JSON.parse(e.data) as Record<string, any>);
+}
+
+/** The JSON-RPC messages of a whole text/event-stream body. */
+export function sseMessages(text: string): Array<Record<string, any>> {
+  const parser = new SseParser();
+  return eventMessages([...parser.push(text), ...parser.end()]);
+}
+
+export interface SseStream {
   status: number;
   contentType: string;
-  /** The next JSON-RPC message on the stream (validated against the schema), or a timeout error. */
+  /** The next JSON-RPC message on the stream (after `validate` saw it), or a timeout error. */
   next(timeoutMs?: number): Promise<Record<string, any>>;
   /** Every message so far. */
   readonly messages: Array<Record<string, any>>;
@@ -15,42 +90,8 @@ export interface ListenStream {
   close(): void;
 }
 
-/** Opens subscriptions/listen over a real socket and parses its SSE frames as they arrive. */
-export async function listen(
-  url: string,
-  notifications: Record<string, unknown>,
-  opts: { id?: number | string; caps?: Record<string, unknown>; headers?: Record<string, string> } = {},
-): Promise<ListenStream> {
-  const id = opts.id ?? Math.floor(Math.random() * 1e9);
-  const abort = new AbortController();
-  const res = await fetch(url, {
-    method: 'POST',
-    signal: abort.signal,
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': PROTOCOL_VERSION,
-      'mcp-method': 'subscriptions/listen',
-      ...opts.headers,
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id,
-      method: 'subscriptions/listen',
-      params: {
-        notifications,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': PROTOCOL_VERSION,
-          'io.modelcontextprotocol/clientCapabilities': opts.caps ?? TASK_CAPS,
-        },
-      },
-    }),
-  });
-  return readSse(res, abort, (message) => assertWireValid('subscriptions/listen', message));
-}
-
 /**
- * Parses an SSE response's frames as they arrive: its JSON-RPC messages in order (`validate` sees
+ * Parses an SSE response's events as they arrive: its JSON-RPC messages in order (`validate` sees
  * each), its comment lines counted. For any SSE response: subscriptions/listen, a 2025-11-25 call's
  * stream, a session's GET stream.
  */
@@ -58,13 +99,19 @@ export function readSse(
   res: Response,
   abort: AbortController = new AbortController(),
   validate: (message: Record<string, any>) => void = () => {},
-): ListenStream {
+): SseStream {
   const messages: Array<Record<string, any>> = [];
   const waiters: Array<() => void> = [];
-  let comments = 0;
-  let buffer = '';
+  const parser = new SseParser();
   let cursor = 0;
   const wake = () => waiters.splice(0).forEach((w) => w());
+  const take = (events: SseEvent[]) => {
+    for (const message of eventMessages(events)) {
+      validate(message);
+      messages.push(message);
+    }
+    wake();
+  };
   const ended = (async () => {
     const reader = res.body!.getReader();
     const decoder = new TextDecoder();
@@ -72,23 +119,9 @@ export function readSse(
       for (;;) {
         const { value, done } = await reader.read();
         if (done) break;
-        buffer += decoder.decode(value, { stream: true });
-        let sep: number;
-        while ((sep = buffer.indexOf('\n\n')) >= 0) {
-          const event = buffer.slice(0, sep);
-          buffer = buffer.slice(sep + 2);
-          for (const line of event.split('\n')) {
-            if (line.startsWith(':')) comments++;
-            // A priming event (an id to resume from, no message) carries empty data.
-            else if (line.startsWith('data:') && line.slice(5).trim() !== '') {
-              const message = JSON.parse(line.slice(5)) as Record<string, any>;
-              validate(message);
-              messages.push(message);
-            }
-          }
-          wake();
-        }
+        take(parser.push(decoder.decode(value, { stream: true })));
       }
+      take(parser.end());
     } catch {
       // aborted by close()
     } finally {
@@ -102,7 +135,7 @@ export function readSse(
     contentType: res.headers.get('content-type') ?? '',
     messages,
     get comments() {
-      return comments;
+      return parser.comments;
     },
     ended,
     async next(timeoutMs = 5000) {

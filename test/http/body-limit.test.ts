@@ -22,10 +22,10 @@ import {
   paddedRequest,
   RawUpload,
   tally,
-  waitFor,
   type Outcome,
 } from '../helpers/oversized.ts';
 import { freePort } from '../helpers/ports.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const MAX_BODY_BYTES = 1_000_000;

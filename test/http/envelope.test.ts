@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { countTasks } from '../helpers/db.ts';
-import { PROTOCOL_VERSION, TASK_CAPS } from '../helpers/mcp.ts';
+import { mcpHeaders, PROTOCOL_VERSION, TASK_CAPS } from '../helpers/mcp.ts';
 import { useTestServer } from '../helpers/runtime.ts';
 
 const server = useTestServer({ env: { MAX_BODY_BYTES: '20000' } });
@@ -9,7 +9,7 @@ const META = {
   'io.modelcontextprotocol/protocolVersion': PROTOCOL_VERSION,
   'io.modelcontextprotocol/clientCapabilities': {},
 };
-const HEADERS = { 'mcp-protocol-version': PROTOCOL_VERSION, 'mcp-method': 'server/discover' };
+const HEADERS = mcpHeaders('server/discover');
 const discoverBody = (params: Record<string, unknown> = { _meta: META }, id: unknown = 7) =>
   JSON.stringify({ jsonrpc: '2.0', id, method: 'server/discover', params });
 
@@ -202,7 +202,7 @@ describe('the Streamable HTTP endpoint (2026-07-28, stateless)', () => {
           _meta: { ...META, 'io.modelcontextprotocol/clientCapabilities': TASK_CAPS },
         },
       }),
-      { ...HEADERS, 'mcp-method': 'tools/call', 'mcp-name': 'analyze_numbers' },
+      mcpHeaders('tools/call', { name: 'analyze_numbers' }),
     );
     expect(reply.status).toBe(413);
     expect(reply.body.error.code).toBe(-32600);

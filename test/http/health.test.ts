@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
+import { postMcp } from '../helpers/mcp.ts';
 import { startTestRuntime, useTestServer } from '../helpers/runtime.ts';
 
 async function probe(url: string): Promise<{ status: number; body: string }> {
@@ -74,26 +75,7 @@ describe('draining', () => {
     const stopped = rt.stop();
     expect(await probe(`${base}/readyz`)).toEqual({ status: 503, body: '{"status":"unavailable"}' });
     expect((await probe(`${base}/healthz`)).status).toBe(200);
-    const discover = await fetch(rt.url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': 'server/discover',
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'server/discover',
-        params: {
-          _meta: {
-            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-            'io.modelcontextprotocol/clientCapabilities': {},
-          },
-        },
-      }),
-    });
+    const discover = await postMcp(rt.url, 'server/discover', {}, { caps: {} });
     expect(discover.status).toBe(200);
     await stopped;
     await expect(fetch(`${base}/healthz`)).rejects.toThrow();

@@ -8,9 +8,8 @@ import { insertTask } from '../../src/tasks/store/create.ts';
 import { newTaskId } from '../../src/tasks/ids.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { databaseEnv } from '../helpers/database-env.ts';
-import { RawMcp } from '../helpers/mcp.ts';
+import { listen, RawMcp } from '../helpers/mcp.ts';
 import { FAST_ENV, startTestRuntime } from '../helpers/runtime.ts';
-import { listen } from '../helpers/sse.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 let tdb: TestDatabase;

@@ -4,9 +4,10 @@ import { z } from 'zod';
 import { defineTool } from '../../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { countTasks } from '../helpers/db.ts';
-import { PROTOCOL_VERSION, RawMcp, TASK_CAPS } from '../helpers/mcp.ts';
-import { useTestServer } from '../helpers/runtime.ts';
+import { mcpHeaders, mcpRequest, RawMcp } from '../helpers/mcp.ts';
 import { expectedAnalysis } from '../helpers/analysis.ts';
+import { useTestServer } from '../helpers/runtime.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const aborted: string[] = [];
 const sleeper = defineTool({
@@ -165,39 +166,18 @@ describe('tools/call', () => {
 
   it('cancels a synchronous call when the client closes its SSE stream', async () => {
     const abort = new AbortController();
-    const body = JSON.stringify({
-      jsonrpc: '2.0',
-      id: 'sse-1',
-      method: 'tools/call',
-      params: {
-        name: 'sync_sleeper',
-        arguments: { id: 'closed-stream' },
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': PROTOCOL_VERSION,
-          'io.modelcontextprotocol/clientCapabilities': TASK_CAPS,
-          progressToken: 7,
-        },
-      },
-    });
+    const params = { name: 'sync_sleeper', arguments: { id: 'closed-stream' } };
     const res = await fetch(server.rt.url, {
       method: 'POST',
       signal: abort.signal,
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': PROTOCOL_VERSION,
-        'mcp-method': 'tools/call',
-        'mcp-name': 'sync_sleeper',
-      },
-      body,
+      headers: mcpHeaders('tools/call', params),
+      body: JSON.stringify(mcpRequest('tools/call', params, { id: 'sse-1', meta: { progressToken: 7 } })),
     });
     const reader = res.body!.getReader();
     const first = await reader.read();
     expect(new TextDecoder().decode(first.value)).toContain('notifications/progress');
     abort.abort();
-    const deadline = Date.now() + 3000;
-    while (!aborted.includes('closed-stream') && Date.now() < deadline) await sleep(20);
-    expect(aborted).toContain('closed-stream');
+    await waitFor(() => aborted.includes('closed-stream'), { timeoutMs: 3000, what: 'the handler aborted' });
     // The server goes on serving.
     expect((await server.mcp.result('server/discover')).resultType).toBe('complete');
   });

@@ -196,7 +196,7 @@ describe('transport hardening', () => {
   });
 
   it('limits open subscriptions per principal (429)', async () => {
-    const { listen } = await import('../helpers/sse.ts');
+    const { listen } = await import('../helpers/mcp.ts');
     const a = await listen(server.rt.url, { toolsListChanged: true });
     const b = await listen(server.rt.url, { toolsListChanged: true });
     await a.next();

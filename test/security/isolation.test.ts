@@ -5,9 +5,8 @@ import type { Runtime } from '../../src/runtime.ts';
 import { defineTool } from '../../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { RawMcp } from '../helpers/mcp.ts';
+import { listen, RawMcp } from '../helpers/mcp.ts';
 import { startTestRuntime } from '../helpers/runtime.ts';
-import { listen } from '../helpers/sse.ts';
 
 const whoami = defineTool({
   name: 'whoami',
