@@ -9,65 +9,35 @@
  * Prints numbers (client-visible errors per outage, time from Postgres back up to the first successful
  * `tasks/get`); exits non-zero on any mismatch.
  *
- *   node --import tsx scripts/cluster-test.ts
- *   CLUSTER_POOLER=pgbouncer node --import tsx scripts/cluster-test.ts   (through a real PgBouncer)
+ *   node --import tsx test/system/cluster-test.ts
+ *   CLUSTER_POOLER=pgbouncer node --import tsx test/system/cluster-test.ts   (through a real PgBouncer)
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startEmbeddedPostgres, type RunningPostgres } from '../src/db/embedded.ts';
-import { createLogger } from '../src/log.ts';
-import { freePort } from '../test/helpers/ports.ts';
-import { clusterDatabase } from './cluster/database.ts';
-import { startNginx } from './cluster/nginx.ts';
-import { checkAllServing, firstSuccessfulGet } from './cluster/probes.ts';
-import { Processes, waitHttp, type ClusterProcess } from './cluster/processes.ts';
-import { Workload } from './cluster/workload.ts';
+import { startCluster, timedLog } from './cluster.ts';
+import { checkAllServing, firstSuccessfulGet } from './lib/probes.ts';
+import { Workload } from './lib/workload.ts';
 
-const t0 = Date.now();
-const log = (msg: string) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(5)} s] ${msg}`);
+const log = timedLog();
 
-// ---------- infrastructure ----------
-// A Postgres of this test's own, so that it can be restarted under load.
-const pgDir = mkdtempSync(path.join(tmpdir(), 'mcp-cluster-pg-'));
-chmodSync(pgDir, 0o755);
-const pgOptions = {
-  dataDir: path.join(pgDir, 'data'),
-  port: await freePort(),
-  database: 'cluster',
-  log: createLogger('warn'),
-};
-let postgres: RunningPostgres = await startEmbeddedPostgres(pgOptions);
-const dbUrl = postgres.connectionString;
-const database = await clusterDatabase(dbUrl);
-
-const procs = new Processes({
-  ...database.env,
-  LOG_LEVEL: 'warn',
-  TASK_POLL_INTERVAL_MS: '50',
-  LEASE_MS: '2000',
-  SWEEP_INTERVAL_MS: '500',
-  WORKER_CONCURRENCY: '16',
-  SHUTDOWN_GRACE_MS: '3000',
-  DB_CONNECT_TIMEOUT_MS: '1000',
+// A Postgres of this test's own, so that it can be restarted under load; PgBouncer if CLUSTER_POOLER says so.
+const cluster = await startCluster({
+  name: 'cluster',
+  env: {
+    LOG_LEVEL: 'warn',
+    TASK_POLL_INTERVAL_MS: '50',
+    LEASE_MS: '2000',
+    SWEEP_INTERVAL_MS: '500',
+    WORKER_CONCURRENCY: '16',
+    SHUTDOWN_GRACE_MS: '3000',
+    DB_CONNECT_TIMEOUT_MS: '1000',
+  },
 });
-const httpPorts = [await freePort(), await freePort()];
-const startHttp = (i: number) =>
-  procs.start(`http-${i + 1}`, ['src/main.ts', '--role=server'], { PORT: String(httpPorts[i]) });
-const http: ClusterProcess[] = [startHttp(0)];
-await waitHttp(httpPorts[0]!); // the first instance migrates; then the rest start
-http.push(startHttp(1));
-const workers = [procs.start('worker-1', ['workers/main.ts']), procs.start('worker-2', ['workers/main.ts'])];
-await waitHttp(httpPorts[1]!);
-const nginx = await startNginx(httpPorts);
-log(
-  `nginx :${nginx.port} → http :${httpPorts.join(', :')}; 2 workers; private Postgres :${pgOptions.port}, ${database.describe}`,
-);
+const { http, workers, ports } = cluster;
+log(`nginx ${cluster.url} → http :${ports.join(', :')}; 2 workers; ${cluster.database.describe}`);
 
 const workload = new Workload({
-  url: nginx.url,
-  httpPorts,
+  url: cluster.url,
+  httpPorts: ports,
   counts: { analyze: 150, confirm: 60, cancel: 40, fail: 20 },
 });
 
@@ -80,32 +50,28 @@ async function restartPostgres(mode: 'fast' | 'immediate'): Promise<void> {
   const underLoad = !workloadDone;
   log(`Postgres restart -m ${mode}`);
   const down = Date.now();
-  await postgres.stop({ mode });
-  postgres = await startEmbeddedPostgres(pgOptions);
+  await cluster.database.restart(mode);
   const up = Date.now();
   const recovered =
-    probeTask === undefined ? [] : await Promise.all(httpPorts.map((p) => firstSuccessfulGet(p, probeTask)));
+    probeTask === undefined ? [] : await Promise.all(ports.map((p) => firstSuccessfulGet(p, probeTask)));
   outages.push({ mode, down, up, recovered, underLoad });
   log(
     `Postgres back after ${up - down} ms; first tasks/get per instance ${recovered.map((r) => `${r - up} ms`).join(', ')} later`,
   );
 }
 
+// The pauses between the steps are the schedule of the chaos, not waits for a condition: each step
+// lands at some point of the running workload (checked below: the restarts happened under load).
 let chaosFailures = 0;
 const chaos = (async () => {
   await sleep(1_500);
   log('SIGKILL worker-1');
-  workers[0]!.expectExit();
-  workers[0]!.child.kill('SIGKILL');
+  await workers[0]!.kill('SIGKILL');
   await sleep(2_500);
   log('restarting http-1 (SIGTERM, then start again)');
-  http[0]!.expectExit();
-  http[0]!.child.kill('SIGTERM');
-  await http[0]!.exited;
-  http[0] = startHttp(0);
-  await waitHttp(httpPorts[0]!);
-  log('http-1 is back; starting a replacement worker');
-  workers[0] = procs.start('worker-3', ['workers/main.ts']);
+  await http[0]!.restart();
+  log('http-1 is back; starting worker-1 again');
+  await workers[0]!.restart();
   await sleep(1_500);
   await restartPostgres('fast');
   await sleep(3_000);
@@ -122,7 +88,7 @@ try {
   workloadDone = true;
   await chaos;
   // ---------- checks ----------
-  let failures = chaosFailures + (await workload.check(dbUrl, log));
+  let failures = chaosFailures + (await workload.check(cluster.database.url, log));
   for (const o of outages) {
     log(
       `outage -m ${o.mode}: ${o.up - o.down} ms down; client-visible errors until every instance answered again: ` +
@@ -134,22 +100,12 @@ try {
     }
   }
   log(`client-visible errors in the whole run: ${workload.errorsBetween(0, Date.now())}`);
-  failures += await checkAllServing({
-    workload,
-    dbUrl,
-    http: http.map((proc, i) => ({ proc, port: httpPorts[i]! })),
-    workers,
-    log,
-  });
-  log(`processes that exited by themselves: ${procs.unexpectedExits.length}`);
-  failures += procs.unexpectedExits.length;
+  failures += await checkAllServing(cluster, workload, log);
+  log(`processes that exited by themselves: ${cluster.unexpectedExits.length}`);
+  failures += cluster.unexpectedExits.length;
   console.log(`${workload.outcomes.filter((o) => o.ok).length} passed, ${failures} failed`);
   exitCode = failures === 0 ? 0 : 1;
 } finally {
-  await procs.stopAll();
-  await nginx.stop();
-  await database.stop();
-  await postgres.stop();
-  rmSync(pgDir, { recursive: true, force: true });
+  await cluster.stop();
 }
 process.exit(exitCode);

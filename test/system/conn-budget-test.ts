@@ -12,21 +12,15 @@
  *
  * Prints the peak connections by kind and the client-visible errors; exits non-zero on any failure.
  *
- *   node --import tsx scripts/conn-budget-test.ts
+ *   node --import tsx test/system/conn-budget-test.ts
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { startEmbeddedPostgres, type RunningPostgres } from '../src/db/embedded.ts';
-import { createLogger } from '../src/log.ts';
-import { migrateDatabase } from '../src/migrate.ts';
-import { freePort } from '../test/helpers/ports.ts';
-import { startNginx } from './cluster/nginx.ts';
-import { checkAllServing } from './cluster/probes.ts';
-import { Processes, waitHttp } from './cluster/processes.ts';
-import { Workload } from './cluster/workload.ts';
+import { createLogger } from '../../src/log.ts';
+import { migrateDatabase } from '../../src/migrate.ts';
+import { startCluster, timedLog } from './cluster.ts';
+import { checkAllServing } from './lib/probes.ts';
+import { Workload } from './lib/workload.ts';
 
 const DB_POOL_MAX = 4;
 const QUEUE_POOL_MAX = 2;
@@ -41,55 +35,44 @@ const LEAVE_FREE = 2;
 const APP = 'mcp_app';
 const PASSWORD = 'budget-test';
 
-const t0 = Date.now();
-const log = (msg: string) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(5)} s] ${msg}`);
+const log = timedLog();
 
-const pgDir = mkdtempSync(path.join(tmpdir(), 'mcp-budget-pg-'));
-chmodSync(pgDir, 0o755);
-const pgOptions = {
-  dataDir: path.join(pgDir, 'data'),
-  port: await freePort(),
-  database: 'budget',
-  log: createLogger('warn'),
+let hogUrl = '';
+const cluster = await startCluster({
+  name: 'budget',
+  instances: N,
+  workers: M,
+  pooler: 'none',
   // Superusers keep 3 reserved slots: the test's own monitor and checks.
-  settings: { max_connections: String(MAX_CONNECTIONS), superuser_reserved_connections: '3' },
-};
-let postgres: RunningPostgres = await startEmbeddedPostgres(pgOptions);
-const dbUrl = postgres.connectionString;
-const appUrl = new URL(dbUrl);
-appUrl.username = APP;
-appUrl.password = PASSWORD;
-const hogUrl = new URL(dbUrl);
-hogUrl.username = 'other_app';
-hogUrl.password = PASSWORD;
-
-const admin = new pg.Client({ connectionString: dbUrl });
-await admin.connect();
-await admin.query(`create role ${APP} login password '${PASSWORD}' nosuperuser`);
-await admin.query(`create role other_app login password '${PASSWORD}' nosuperuser`);
-await admin.end();
-await migrateDatabase({ connectionString: dbUrl, log: createLogger('warn'), appRole: APP });
-
-const procs = new Processes({
-  DATABASE_URL: appUrl.toString(),
-  MIGRATE_ON_START: 'false',
-  DB_POOL_MAX: String(DB_POOL_MAX),
-  QUEUE_POOL_MAX: String(QUEUE_POOL_MAX),
-  LOG_LEVEL: 'warn',
-  TASK_POLL_INTERVAL_MS: '50',
-  LEASE_MS: '3000',
-  SWEEP_INTERVAL_MS: '500',
-  WORKER_CONCURRENCY: '16',
-  SHUTDOWN_GRACE_MS: '3000',
-  DB_CONNECT_TIMEOUT_MS: '2000',
+  postgresSettings: { max_connections: String(MAX_CONNECTIONS), superuser_reserved_connections: '3' },
+  env: {
+    MIGRATE_ON_START: 'false',
+    DB_POOL_MAX: String(DB_POOL_MAX),
+    QUEUE_POOL_MAX: String(QUEUE_POOL_MAX),
+    LOG_LEVEL: 'warn',
+    TASK_POLL_INTERVAL_MS: '50',
+    LEASE_MS: '3000',
+    SWEEP_INTERVAL_MS: '500',
+    WORKER_CONCURRENCY: '16',
+    SHUTDOWN_GRACE_MS: '3000',
+    DB_CONNECT_TIMEOUT_MS: '2000',
+  },
+  // The owner migrates and grants; the processes run as a role that owns nothing.
+  async prepare(database) {
+    const admin = await database.connect();
+    try {
+      await admin.query(`create role ${APP} login password '${PASSWORD}' nosuperuser`);
+      await admin.query(`create role other_app login password '${PASSWORD}' nosuperuser`);
+    } finally {
+      await admin.end();
+    }
+    await migrateDatabase({ connectionString: database.url, log: createLogger('warn'), appRole: APP });
+    const as = (user: string) => Object.assign(new URL(database.url), { username: user, password: PASSWORD });
+    hogUrl = as('other_app').toString();
+    return { DATABASE_URL: as(APP).toString() };
+  },
 });
-const httpPorts = [await freePort(), await freePort()];
-const http = httpPorts.map((port, i) =>
-  procs.start(`http-${i + 1}`, ['src/main.ts', '--role=server'], { PORT: String(port) }),
-);
-const workers = [procs.start('worker-1', ['workers/main.ts']), procs.start('worker-2', ['workers/main.ts'])];
-await Promise.all(httpPorts.map((p) => waitHttp(p)));
-const nginx = await startNginx(httpPorts);
+const dbUrl = cluster.database.url;
 log(
   `nginx → ${N} HTTP instances, ${M} workers as role ${APP}; DB_POOL_MAX=${DB_POOL_MAX}, ` +
     `QUEUE_POOL_MAX=${QUEUE_POOL_MAX}: budget ${BUDGET} connections`,
@@ -140,7 +123,8 @@ function sampleConnections(): { stop(): Promise<{ peak: number; at: Record<strin
 async function takeEveryFreeSlot(): Promise<pg.Client[]> {
   const clients: pg.Client[] = [];
   for (;;) {
-    const c = new pg.Client({ connectionString: hogUrl.toString() });
+    if (clients.length > MAX_CONNECTIONS) throw new Error(`Postgres took ${clients.length} connections`);
+    const c = new pg.Client({ connectionString: hogUrl });
     c.on('error', () => {});
     try {
       await c.connect();
@@ -166,8 +150,8 @@ try {
   // ---------- 1. the budget holds under load ----------
   const sampler = sampleConnections();
   const busy = new Workload({
-    url: nginx.url,
-    httpPorts,
+    url: cluster.url,
+    httpPorts: cluster.ports,
     counts: { analyze: 120, confirm: 40, cancel: 30, fail: 10 },
     chunkDelayMs: 30,
   });
@@ -186,15 +170,14 @@ try {
   // ---------- 2. max_connections reached ----------
   // Another client takes all but a few connection slots while tasks run, holds them, then lets go.
   const scarce = new Workload({
-    url: nginx.url,
-    httpPorts,
+    url: cluster.url,
+    httpPorts: cluster.ports,
     counts: { analyze: 120, confirm: 40, cancel: 30, fail: 10 },
     chunkDelayMs: 30,
   });
   workloads.push(scarce);
   // Restarted, so that every pool starts empty and must open connections while slots are scarce.
-  await postgres.stop();
-  postgres = await startEmbeddedPostgres(pgOptions);
+  await cluster.database.restart('fast');
   const observer = new pg.Client({ connectionString: dbUrl });
   await observer.connect();
   const hog = await takeEveryFreeSlot();
@@ -206,6 +189,7 @@ try {
       `${N + M} processes whose budget is ${BUDGET}; the workload starts`,
   );
   const running = scarce.run(60);
+  // How long slots stay scarce is the test's setting: the workload must get through it.
   await sleep(HOG_MS);
   const doneDuring = (await terminalTasks(observer)) - doneBefore;
   await observer.end();
@@ -221,21 +205,12 @@ try {
     log(`errors other than -32603: ${notRetryable.length}, e.g. ${notRetryable[0]!.what}`);
     failures++;
   }
-  failures += await checkAllServing({
-    workload: scarce,
-    dbUrl,
-    http: http.map((proc, i) => ({ proc, port: httpPorts[i]! })),
-    workers,
-    log,
-  });
-  log(`processes that exited by themselves: ${procs.unexpectedExits.length}`);
-  failures += procs.unexpectedExits.length;
+  failures += await checkAllServing(cluster, scarce, log);
+  log(`processes that exited by themselves: ${cluster.unexpectedExits.length}`);
+  failures += cluster.unexpectedExits.length;
   const passed = workloads.reduce((n, w) => n + w.outcomes.filter((o) => o.ok).length, 0);
   console.log(`${passed} passed, ${failures} failed`);
 } finally {
-  await procs.stopAll();
-  await nginx.stop();
-  await postgres.stop();
-  rmSync(pgDir, { recursive: true, force: true });
+  await cluster.stop();
 }
 process.exit(failures === 0 ? 0 : 1);

@@ -7,53 +7,31 @@
  * lost or end wrong. Prints the kills by kind and the client-visible errors; exits non-zero on any
  * failure.
  *
- *   node --import tsx scripts/conn-killer-test.ts [kills]
+ *   node --import tsx test/system/conn-killer-test.ts [kills]
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
-import { startEmbeddedPostgres } from '../src/db/embedded.ts';
-import { createLogger } from '../src/log.ts';
-import { freePort } from '../test/helpers/ports.ts';
-import { startNginx } from './cluster/nginx.ts';
-import { checkAllServing } from './cluster/probes.ts';
-import { Processes, waitHttp } from './cluster/processes.ts';
-import { Workload } from './cluster/workload.ts';
+import { startCluster, timedLog } from './cluster.ts';
+import { checkAllServing } from './lib/probes.ts';
+import { Workload } from './lib/workload.ts';
 
 const KILLS = Number(process.argv[2] ?? 200);
 const DEADLINE = Date.now() + 5 * 60_000;
-const t0 = Date.now();
-const log = (msg: string) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(5)} s] ${msg}`);
+const log = timedLog();
 
-const pgDir = mkdtempSync(path.join(tmpdir(), 'mcp-killer-pg-'));
-chmodSync(pgDir, 0o755);
-const postgres = await startEmbeddedPostgres({
-  dataDir: path.join(pgDir, 'data'),
-  port: await freePort(),
-  database: 'killer',
-  log: createLogger('warn'),
+const cluster = await startCluster({
+  name: 'killer',
+  pooler: 'none',
+  env: {
+    LOG_LEVEL: 'warn',
+    TASK_POLL_INTERVAL_MS: '50',
+    LEASE_MS: '2000',
+    SWEEP_INTERVAL_MS: '500',
+    WORKER_CONCURRENCY: '16',
+    SHUTDOWN_GRACE_MS: '3000',
+    DB_CONNECT_TIMEOUT_MS: '1000',
+  },
 });
-const dbUrl = postgres.connectionString;
-const procs = new Processes({
-  DATABASE_URL: dbUrl,
-  LOG_LEVEL: 'warn',
-  TASK_POLL_INTERVAL_MS: '50',
-  LEASE_MS: '2000',
-  SWEEP_INTERVAL_MS: '500',
-  WORKER_CONCURRENCY: '16',
-  SHUTDOWN_GRACE_MS: '3000',
-  DB_CONNECT_TIMEOUT_MS: '1000',
-});
-const httpPorts = [await freePort(), await freePort()];
-const http = [procs.start('http-1', ['src/main.ts', '--role=server'], { PORT: String(httpPorts[0]) })];
-await waitHttp(httpPorts[0]!);
-http.push(procs.start('http-2', ['src/main.ts', '--role=server'], { PORT: String(httpPorts[1]) }));
-const workers = [procs.start('worker-1', ['workers/main.ts']), procs.start('worker-2', ['workers/main.ts'])];
-await waitHttp(httpPorts[1]!);
-const nginx = await startNginx(httpPorts);
-log(`nginx :${nginx.port} → http :${httpPorts.join(', :')}; 2 workers; killing ${KILLS} backends`);
+log(`nginx ${cluster.url} → http :${cluster.ports.join(', :')}; 2 workers; killing ${KILLS} backends`);
 
 // ---------- the killer ----------
 /** The kinds of connection, each a filter on pg_stat_activity, taken in turn. */
@@ -66,9 +44,7 @@ const KINDS: Record<string, string> = {
 };
 const kills = new Map<string, number>(Object.keys(KINDS).map((k) => [k, 0]));
 let total = 0;
-const admin = new pg.Client({ connectionString: dbUrl });
-admin.on('error', () => {});
-await admin.connect();
+const admin = await cluster.database.connect();
 let stopKiller = false;
 const killer = (async () => {
   const kinds = Object.keys(KINDS);
@@ -89,6 +65,7 @@ const killer = (async () => {
       }
       await sleep(2);
     }
+    // The pace of the killer: about 20 kills a second, spread over the workload's rounds.
     await sleep(40);
   }
 })();
@@ -100,14 +77,14 @@ const workloads: Workload[] = [];
 try {
   do {
     const workload = new Workload({
-      url: nginx.url,
-      httpPorts,
+      url: cluster.url,
+      httpPorts: cluster.ports,
       counts: { analyze: 60, confirm: 24, cancel: 16, fail: 8 },
       chunkDelayMs: 50,
     });
     workloads.push(workload);
     await workload.run(30);
-    failures += await workload.check(dbUrl, log);
+    failures += await workload.check(cluster.database.url, log);
     rounds++;
   } while (total < KILLS && Date.now() < DEADLINE);
   stopKiller = true;
@@ -125,24 +102,15 @@ try {
       log(`no backend of kind "${kind}" was ever terminated: the test did not cover it`);
       failures++;
     }
-  failures += await checkAllServing({
-    workload: workloads.at(-1)!,
-    dbUrl,
-    http: http.map((proc, i) => ({ proc, port: httpPorts[i]! })),
-    workers,
-    log,
-  });
-  log(`processes that exited by themselves: ${procs.unexpectedExits.length}`);
-  failures += procs.unexpectedExits.length;
+  failures += await checkAllServing(cluster, workloads.at(-1)!, log);
+  log(`processes that exited by themselves: ${cluster.unexpectedExits.length}`);
+  failures += cluster.unexpectedExits.length;
   const passed = workloads.reduce((n, w) => n + w.outcomes.filter((o) => o.ok).length, 0);
   console.log(`${passed} passed, ${failures} failed`);
 } finally {
   stopKiller = true;
   await killer.catch(() => {});
   await admin.end().catch(() => {});
-  await procs.stopAll();
-  await nginx.stop();
-  await postgres.stop();
-  rmSync(pgDir, { recursive: true, force: true });
+  await cluster.stop();
 }
 process.exit(failures === 0 ? 0 : 1);

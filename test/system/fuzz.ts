@@ -8,20 +8,18 @@
  * never exits; its memory after the run is within 10% of before; every valid task ends with its correct
  * result; no stored task is changed by an invalid request. Bounded in count and time; seeded.
  *
- *   ADMIN_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres node --import tsx scripts/fuzz.ts [count]
+ *   ADMIN_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres node --import tsx test/system/fuzz.ts [count]
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
-import path from 'node:path';
-import pg from 'pg';
-import { hashToken } from '../src/http/auth/static-tokens.ts';
-import { expectedAnalysis } from '../test/helpers/analysis.ts';
-import { freePort } from '../test/helpers/ports.ts';
-import { assertWireValid } from '../test/helpers/wire-schema.ts';
+import { hashToken } from '../../src/http/auth/static-tokens.ts';
+import { expectedAnalysis } from '../helpers/analysis.ts';
+import { ACCEPT, mcpHeaders, mcpRequest, readReply, TASK_CAPS } from '../helpers/mcp.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { assertWireValid } from '../helpers/wire-schema.ts';
+import { startCluster } from './cluster.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
 const ADMIN =
   process.env.ADMIN_DATABASE_URL ??
   process.env.TEST_DATABASE_URL ??
@@ -29,7 +27,6 @@ const ADMIN =
 const TOTAL = Number(process.argv[2] ?? 10_000);
 const DEADLINE = Date.now() + 10 * 60_000;
 const PV = '2026-07-28';
-const EXT = { extensions: { 'io.modelcontextprotocol/tasks': {} }, elicitation: { form: {} } };
 const TOKENS = { alice: 'alice-fuzz-token', mallory: 'mallory-fuzz-token' };
 /** Must never appear in the server's logs, and neither may the tokens. */
 const SECRET_ANSWER = 'fuzz-secret-answer';
@@ -46,19 +43,17 @@ const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
 const int = (n: number) => Math.floor(rand() * n);
 
 // ---------- the server under test ----------
-const dbName = `fuzz_${randomBytes(4).toString('hex')}`;
-const admin = new pg.Client({ connectionString: ADMIN });
-await admin.connect();
-await admin.query(`create database ${dbName}`);
-const dbUrl = Object.assign(new URL(ADMIN), { pathname: `/${dbName}` }).toString();
-const port = await freePort();
-const URL_ = `http://127.0.0.1:${port}/mcp`;
-const server = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', 'src/main.ts'], {
-  cwd: ROOT,
+// One process (HTTP and workers) on a fresh database of the machine's Postgres.
+const cluster = await startCluster({
+  name: 'fuzz',
+  instances: 1,
+  workers: 0,
+  nginx: false,
+  pooler: 'none',
+  postgres: { server: ADMIN },
+  instance: ['src/main.ts'],
+  nodeArgs: ['--expose-gc'],
   env: {
-    ...process.env,
-    DATABASE_URL: dbUrl,
-    PORT: String(port),
     LOG_LEVEL: 'warn',
     AUTH_MODE: 'bearer',
     AUTH_TOKENS: `alice=${hashToken(TOKENS.alice)},mallory=${hashToken(TOKENS.mallory)}`,
@@ -66,32 +61,21 @@ const server = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', 'src/m
     MAX_BODY_BYTES: '200000',
     WORKER_CONCURRENCY: '8',
   },
-  stdio: ['ignore', 'ignore', 'pipe'],
 });
-let exited = false;
+const server = cluster.http[0]!;
+const URL_ = cluster.url;
 // The server's memory probe (SIGUSR2: full GC, then a "memory" log line on stderr).
 let lastMemory: { rss: number; heapUsed: number } | undefined;
-let stderr = '';
 let allLogs = '';
-server.stderr.on('data', (chunk: Buffer) => {
-  stderr += chunk.toString();
-  allLogs += chunk.toString();
-  let nl: number;
-  while ((nl = stderr.indexOf('\n')) >= 0) {
-    const line = stderr.slice(0, nl);
-    stderr = stderr.slice(nl + 1);
-    if (line.includes('"msg":"memory"')) lastMemory = JSON.parse(line) as { rss: number; heapUsed: number };
-    else if (line.includes('"level":"error"')) console.log(`  server: ${line.slice(0, 300)}`);
-  }
+server.onLine((line) => {
+  allLogs += `${line}\n`;
+  if (line.includes('"msg":"memory"')) lastMemory = JSON.parse(line) as { rss: number; heapUsed: number };
 });
 async function memory(): Promise<{ rss: number; heapUsed: number }> {
   lastMemory = undefined;
-  server.kill('SIGUSR2');
-  for (let i = 0; i < 100 && lastMemory === undefined; i++) await sleep(20);
-  if (lastMemory === undefined) throw new Error('no memory report from the server');
-  return lastMemory;
+  server.child.kill('SIGUSR2');
+  return waitFor(() => lastMemory, { timeoutMs: 5_000, what: 'a memory report from the server' });
 }
-server.once('exit', () => (exited = true));
 
 // ---------- requests ----------
 interface Sent {
@@ -108,51 +92,23 @@ interface Got {
 async function send({ body, headers }: Sent): Promise<Got> {
   const res = await fetch(URL_, {
     method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      ...headers,
-    },
+    headers: { 'content-type': 'application/json', accept: ACCEPT, ...headers },
     body,
   });
-  const text = await res.text();
-  let json: Record<string, any> | undefined;
-  if ((res.headers.get('content-type') ?? '').includes('event-stream')) {
-    const lines = text.split('\n').filter((l) => l.startsWith('data:'));
-    json = lines.length > 0 ? (JSON.parse(lines.at(-1)!.slice(5)) as Record<string, any>) : undefined;
-  } else if (text !== '') json = JSON.parse(text) as Record<string, any>;
-  return { status: res.status, text, json };
+  const reply = await readReply(res);
+  return { status: reply.status, text: reply.text, json: reply.messages.at(-1) };
 }
 
-let nextId = 1;
 function request(
   method: string,
   params: Record<string, unknown>,
   who: keyof typeof TOKENS = 'alice',
-  caps: Record<string, unknown> = EXT,
+  caps: Record<string, unknown> = TASK_CAPS,
 ): Sent {
-  const name =
-    method === 'tools/call' ? params.name : method.startsWith('tasks/') ? params.taskId : undefined;
   return {
     method,
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: nextId++,
-      method,
-      params: {
-        ...params,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': PV,
-          'io.modelcontextprotocol/clientCapabilities': caps,
-        },
-      },
-    }),
-    headers: {
-      authorization: `Bearer ${TOKENS[who]}`,
-      'mcp-protocol-version': PV,
-      'mcp-method': method,
-      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
-    },
+    body: JSON.stringify(mcpRequest(method, params, { caps })),
+    headers: mcpHeaders(method, params, { authorization: `Bearer ${TOKENS[who]}` }),
   };
 }
 
@@ -163,25 +119,17 @@ async function valid(sent: Sent): Promise<Record<string, any>> {
   return got.json.result as Record<string, any>;
 }
 
-async function waitFor(taskId: string, who: keyof typeof TOKENS, until: (t: Record<string, any>) => boolean) {
-  for (;;) {
-    const task = await valid(request('tasks/get', { taskId }, who));
-    if (until(task)) return task;
-    if (Date.now() > DEADLINE) throw new Error(`task ${taskId} never settled`);
-    await sleep(50);
-  }
+async function settle(taskId: string, who: keyof typeof TOKENS, until: (t: Record<string, any>) => boolean) {
+  return waitFor(
+    async () => {
+      const task = await valid(request('tasks/get', { taskId }, who));
+      return until(task) && task;
+    },
+    { timeoutMs: Math.max(0, DEADLINE - Date.now()), intervalMs: 50, what: `task ${taskId} settling` },
+  );
 }
 const terminal = (t: Record<string, any>) =>
   ['completed', 'failed', 'cancelled'].includes(t.status as string);
-
-for (let i = 0; i < 300 && !exited; i++) {
-  try {
-    await send({ body: '{}', headers: {} });
-    break;
-  } catch {
-    await sleep(100);
-  }
-}
 
 // ---------- victims: tasks that no invalid request may change ----------
 const victims: string[] = [];
@@ -194,9 +142,8 @@ for (let i = 0; i < 5; i++)
     (await valid(request('tools/call', { name: 'confirm_action', arguments: { action: `victim-${i}` } })))
       .taskId,
   );
-for (const id of victims) await waitFor(id, 'alice', (t) => terminal(t) || t.status === 'input_required');
-const db = new pg.Client({ connectionString: dbUrl });
-await db.connect();
+for (const id of victims) await settle(id, 'alice', (t) => terminal(t) || t.status === 'input_required');
+const db = await cluster.database.connect();
 const snapshot = async () =>
   (
     await db.query(
@@ -448,7 +395,7 @@ async function validWork(i: number): Promise<void> {
       const t = await valid(
         request('tools/call', { name: 'confirm_action', arguments: { action: `v${i}` } }, who),
       );
-      await waitFor(t.taskId, who, (d) => d.status === 'input_required');
+      await settle(t.taskId, who, (d) => d.status === 'input_required');
       // Concurrent updates and cancels of one task: it ends either confirmed or cancelled, never anything else.
       await Promise.all([
         valid(
@@ -541,7 +488,7 @@ async function phase(n: number, label: string): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: 32 }, async () => {
-      while (next < n && Date.now() < DEADLINE && !exited) {
+      while (next < n && Date.now() < DEADLINE && server.alive) {
         const i = next++;
         if (i % 20 === 0) {
           validCount++;
@@ -556,19 +503,21 @@ async function phase(n: number, label: string): Promise<void> {
 }
 
 await phase(WARMUP, 'warm-up');
+// Both heap readings come after a quiet second (legs finishing, timers firing), so that they compare
+// like with like: the pause is part of the measurement, not a wait for a condition.
 await sleep(1000);
 const memBefore = await memory();
 await phase(TOTAL, 'fuzz');
 for (const v of validTasks) {
-  const done = await waitFor(v.taskId, v.who, terminal).catch((err: unknown) => ({ status: String(err) }));
+  const done = await settle(v.taskId, v.who, terminal).catch((err: unknown) => ({ status: String(err) }));
   if (!v.check(done))
     problems.push(`valid task ${v.taskId} ended wrong: ${JSON.stringify(done).slice(0, 300)}`);
 }
-await sleep(1000);
+await sleep(1000); // the quiet second before the second heap reading (see above)
 const memAfter = await memory();
 const after = await snapshot();
 if (!isDeepStrictEqual(before, after)) problems.push('a victim task changed');
-if (exited) problems.push('the server process exited');
+if (!server.alive) problems.push('the server process exited');
 for (const secret of [...Object.values(TOKENS), SECRET_ANSWER]) {
   if (allLogs.includes(secret)) problems.push(`the server logged a secret (${secret.slice(0, 5)}…)`);
 }
@@ -590,14 +539,11 @@ console.log(
 );
 console.log(`RSS: ${mb(memBefore.rss)} → ${mb(memAfter.rss)}`);
 console.log(
-  `victim tasks unchanged: ${isDeepStrictEqual(before, after)}; server alive: ${!exited}; log lines: ${allLogs.split('\n').length - 1}, none with a token or an answer`,
+  `victim tasks unchanged: ${isDeepStrictEqual(before, after)}; server alive: ${server.alive}; log lines: ${allLogs.split('\n').length - 1}, none with a token or an answer`,
 );
 for (const p of problems.slice(0, 20)) console.log(`  PROBLEM ${p}`);
 console.log(`${sentCount + validCount - problems.length} passed, ${problems.length} failed`);
 
 await db.end();
-server.kill('SIGTERM');
-await new Promise((r) => (exited ? r(undefined) : server.once('exit', r)));
-await admin.query(`drop database if exists ${dbName} with (force)`);
-await admin.end();
+await cluster.stop();
 process.exit(problems.length === 0 && sentCount >= TOTAL * 0.9 ? 0 : 1);

@@ -6,52 +6,35 @@
  * answers to elicitation requests, tasks/result. One worker is SIGKILLed while it runs a task, which
  * still completes on the other. Prints each check; exits non-zero on any failure.
  *
- *   node --import tsx scripts/legacy-cluster-test.ts
+ *   node --import tsx test/system/legacy-cluster-test.ts
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import pg from 'pg';
-import { startEmbeddedPostgres } from '../src/db/embedded.ts';
-import { createLogger } from '../src/log.ts';
-import { expectedAnalysis } from '../test/helpers/analysis.ts';
-import { freePort } from '../test/helpers/ports.ts';
-import { startNginx } from './cluster/nginx.ts';
-import { Processes, waitHttp } from './cluster/processes.ts';
+import { expectedAnalysis } from '../helpers/analysis.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { startCluster, timedLog } from './cluster.ts';
 
-const t0 = Date.now();
-const log = (msg: string) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(5)} s] ${msg}`);
+const log = timedLog();
 
-const pgDir = mkdtempSync(path.join(tmpdir(), 'mcp-legacy-cluster-'));
-chmodSync(pgDir, 0o755);
-const postgres = await startEmbeddedPostgres({
-  dataDir: path.join(pgDir, 'data'),
-  port: await freePort(),
-  database: 'legacy',
-  log: createLogger('warn'),
+const cluster = await startCluster({
+  name: 'legacy-cluster',
+  pooler: 'none',
+  env: {
+    LOG_LEVEL: 'warn',
+    LEASE_MS: '2000',
+    SWEEP_INTERVAL_MS: '300',
+    TASK_POLL_INTERVAL_MS: '100',
+    SHUTDOWN_GRACE_MS: '2000',
+  },
 });
-const procs = new Processes({
-  DATABASE_URL: postgres.connectionString,
-  LOG_LEVEL: 'warn',
-  LEASE_MS: '2000',
-  SWEEP_INTERVAL_MS: '300',
-  TASK_POLL_INTERVAL_MS: '100',
-  SHUTDOWN_GRACE_MS: '2000',
-});
-const httpPorts = [await freePort(), await freePort()];
-const http = [procs.start('http-1', ['src/main.ts', '--role=server'], { PORT: String(httpPorts[0]) })];
-await waitHttp(httpPorts[0]!);
-http.push(procs.start('http-2', ['src/main.ts', '--role=server'], { PORT: String(httpPorts[1]) }));
-const workers = [procs.start('worker-1', ['workers/main.ts']), procs.start('worker-2', ['workers/main.ts'])];
-await waitHttp(httpPorts[1]!);
-const nginx = await startNginx(httpPorts);
-const url = nginx.url.replace('127.0.0.1', 'localhost');
-log(`nginx ${url} → http :${httpPorts.join(', :')} (round-robin); 2 workers; @modelcontextprotocol/sdk 1.x`);
+const { http, workers } = cluster;
+const url = cluster.url.replace('127.0.0.1', 'localhost');
+log(
+  `nginx ${url} → http :${cluster.ports.join(', :')} (round-robin); 2 workers; @modelcontextprotocol/sdk 1.x`,
+);
 
 let passed = 0;
 let failed = 0;
@@ -90,9 +73,8 @@ client.setRequestHandler(ElicitRequestSchema, async () => {
   elicitations++;
   return { action: 'accept', content: { confirm: true } };
 });
-const admin = new pg.Client({ connectionString: postgres.connectionString });
+const admin = await cluster.database.connect();
 try {
-  await admin.connect();
   await check('connect (initialize through nginx, session in Postgres)', () =>
     client.connect(new StreamableHTTPClientTransport(new URL(url))),
   );
@@ -169,21 +151,22 @@ try {
       }
       return seen;
     })();
-    let holder: string | undefined;
-    for (const deadline = Date.now() + 20_000; holder === undefined && Date.now() < deadline;) {
-      await sleep(100);
-      if (taskId === '') continue;
-      const { rows } = await admin.query<{ pid: string }>(
-        `select split_part(leased_by, ':', 2) as pid from tasks where task_id = $1 and leased_by is not null`,
-        [taskId],
-      );
-      holder = rows[0]?.pid;
-    }
-    const victim = workers.find((w) => String(w.child.pid) === holder);
+    const holder = await waitFor(
+      async () => {
+        if (taskId === '') return undefined;
+        const { rows } = await admin.query<{ pid: string }>(
+          `select split_part(leased_by, ':', 2) as pid from tasks where task_id = $1 and leased_by is not null`,
+          [taskId],
+        );
+        return rows[0]?.pid;
+      },
+      { timeoutMs: 20_000, intervalMs: 100, what: 'a worker leasing the task' },
+    );
+    const victim = workers.find((w) => String(w.pid) === holder);
     if (victim === undefined) throw new Error(`no worker process holds the task (leased_by pid ${holder})`);
-    await sleep(600); // a few chunks in
-    victim.expectExit();
-    victim.child.kill('SIGKILL');
+    // A few chunks in: the SIGKILL lands mid-task (the takeover is checked below, by attempts).
+    await sleep(600);
+    await victim.kill('SIGKILL');
     log(`      SIGKILLed ${victim.name} (pid ${holder}) while it ran ${taskId}`);
     const seen = await done;
     expectEqual(
@@ -198,15 +181,7 @@ try {
     if (Number(rows[0]?.attempts) < 2) throw new Error('the task was not taken over by another attempt');
   });
   await check('the session survives a restart of both instances, one after the other', async () => {
-    for (const i of [0, 1]) {
-      http[i]!.expectExit();
-      http[i]!.child.kill('SIGTERM');
-      await http[i]!.exited;
-      http[i] = procs.start(`http-${i + 1}`, ['src/main.ts', '--role=server'], {
-        PORT: String(httpPorts[i]),
-      });
-      await waitHttp(httpPorts[i]!);
-    }
+    for (const instance of http) await instance.restart();
     // The same client, the same Mcp-Session-Id, served by processes that never saw its initialize.
     const r = await client.callTool({ name: 'echo', arguments: { text: 'still here' } });
     expectEqual(r.content, [{ type: 'text', text: 'still here' }], 'echo');
@@ -218,14 +193,11 @@ try {
     );
   });
   await client.close();
-  log(`processes that exited by themselves: ${procs.unexpectedExits.length}`);
-  failed += procs.unexpectedExits.length;
+  log(`processes that exited by themselves: ${cluster.unexpectedExits.length}`);
+  failed += cluster.unexpectedExits.length;
 } finally {
   await admin.end().catch(() => {});
-  await procs.stopAll();
-  await nginx.stop();
-  await postgres.stop();
-  rmSync(pgDir, { recursive: true, force: true });
+  await cluster.stop();
 }
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed === 0 ? 0 : 1);

@@ -1,12 +1,15 @@
 /**
- * Sends oversized POSTs to a running server and counts what the clients saw: every one should read the
- * 413 JSON-RPC error, none a reset. The same clients as test/http/body-limit.test.ts.
+ * Oversized POSTs at volume (`npm run test:oversized`, run by .ci/run): every one must read the 413
+ * JSON-RPC error, none a reset; counted per client kind (fetch with Content-Length, fetch chunked, curl
+ * without and with `Expect: 100-continue`). The same clients as test/http/body-limit.test.ts.
  *
- *   node --import tsx scripts/oversized-bodies.ts [url] [--requests=200] [--concurrency=16]
+ * Without a URL it starts its own server process (MAX_BODY_BYTES = --max-body-bytes) behind real nginx
+ * and sends to both, printing the server's RSS after each run: it should not grow with the bytes the
+ * server discards. With a URL it sends to that server (--pid: a server on this machine whose RSS to
+ * print). Exits non-zero if any request did not read the 413.
+ *
+ *   node --import tsx test/system/oversized-bodies.ts [url] [--requests=200] [--concurrency=16]
  *     [--size=5000000] [--max-body-bytes=1000000] [--pid=<server pid>]
- *
- * With --pid (a server on this machine), the server's RSS is printed after each run: it should not
- * grow with the bytes the server discards.
  */
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -23,7 +26,8 @@ import {
   paddedRequest,
   tally,
   type Outcome,
-} from '../test/helpers/oversized.ts';
+} from '../helpers/oversized.ts';
+import { startCluster, type Cluster } from './cluster.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -35,24 +39,42 @@ const { values, positionals } = parseArgs({
     pid: { type: 'string' },
   },
 });
-const url = positionals[0] ?? 'http://127.0.0.1:3000/mcp';
 const n = Number(values.requests);
 const concurrency = Number(values.concurrency);
 const size = Number(values.size);
 const max = Number(values['max-body-bytes']);
+
+let cluster: Cluster | undefined;
+const targets: Array<{ name: string; url: string }> = [];
+let pid = values.pid;
+if (positionals[0] !== undefined) targets.push({ name: positionals[0], url: positionals[0] });
+else {
+  cluster = await startCluster({
+    name: 'oversized',
+    instances: 1,
+    workers: 0,
+    pooler: 'none',
+    env: { LOG_LEVEL: 'warn', MAX_BODY_BYTES: String(max) },
+  });
+  pid = String(cluster.http[0]!.pid);
+  targets.push(
+    { name: 'the server', url: `http://127.0.0.1:${cluster.ports[0]}/mcp` },
+    { name: 'nginx in front', url: cluster.url },
+  );
+}
 
 const body = paddedRequest(size);
 const dir = await mkdtemp(join(tmpdir(), 'oversized-'));
 const file = join(dir, 'body.json');
 await writeFile(file, body);
 
-/** The server's resident set size, when its pid was given. */
+/** The server's resident set size, when its pid is known. */
 const rss = (): string =>
-  values.pid === undefined
+  pid === undefined
     ? ''
-    : ` (server ${/VmRSS:\s+(\d+ kB)/.exec(readFileSync(`/proc/${values.pid}/status`, 'utf8'))?.[1]})`;
+    : ` (server ${/VmRSS:\s+(\d+ kB)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]})`;
 
-const runs: Array<[string, () => Promise<Outcome>]> = [
+const runs = (url: string): Array<[string, () => Promise<Outcome>]> => [
   ['fetch, Content-Length', () => fetchOutcome(url, { method: 'POST', headers: MCP_POST_HEADERS, body })],
   [
     'fetch, chunked',
@@ -67,20 +89,31 @@ const runs: Array<[string, () => Promise<Outcome>]> = [
   ['curl, Content-Length, no Expect', () => curlOutcome(curlPostArgs(url, file, ['-H', 'Expect:']))],
   ['curl, Expect: 100-continue', () => curlOutcome(curlPostArgs(url, file))],
 ];
-let failed = false;
-if (values.pid !== undefined) console.log(`before${rss()}`);
+let failed = 0;
+let passed = 0;
+if (pid !== undefined) console.log(`before${rss()}`);
 try {
-  for (const [name, job] of runs) {
-    const { outcomes, counts } = await tally(n, concurrency, job);
-    const read = outcomes.filter((o) => isBodyLimit413(o, max)).length;
-    if (read !== n) failed = true;
-    const uploaded = outcomes.flatMap((o) =>
-      'uploaded' in o && o.uploaded !== undefined ? [o.uploaded] : [],
-    );
-    const most = uploaded.length > 0 ? `, curl uploaded at most ${Math.max(...uploaded)} bytes` : '';
-    console.log(`${name}: ${read}/${n} read the 413${most}${rss()}`, counts);
+  for (const target of targets) {
+    console.log(`--- ${target.name}: ${target.url}`);
+    for (const [name, job] of runs(target.url)) {
+      const { outcomes, counts } = await tally(n, concurrency, job);
+      const read = outcomes.filter((o) => isBodyLimit413(o, max)).length;
+      passed += read;
+      failed += n - read;
+      const uploaded = outcomes.flatMap((o) =>
+        'uploaded' in o && o.uploaded !== undefined ? [o.uploaded] : [],
+      );
+      const most = uploaded.length > 0 ? `, curl uploaded at most ${Math.max(...uploaded)} bytes` : '';
+      console.log(`${name}: ${read}/${n} read the 413${most}${rss()}`, counts);
+    }
+  }
+  if (cluster !== undefined && cluster.unexpectedExits.length > 0) {
+    console.log('the server exited by itself');
+    failed++;
   }
 } finally {
   await rm(dir, { recursive: true, force: true });
+  await cluster?.stop();
 }
-process.exitCode = failed ? 1 : 0;
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);

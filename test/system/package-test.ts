@@ -6,7 +6,7 @@
  *
  *   npm run test:package
  */
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -14,19 +14,19 @@ import {
   createApplicationInputHandler,
   resultFromTaskOutcome,
   withTasks,
-  type ConnectedMcpSessionPort,
-  type JsonRpcResponse,
 } from '@modelcontextprotocol/ext-tasks/client';
 import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
-import pg from 'pg';
-import { freePort } from '../test/helpers/ports.ts';
+import { extTasksPort } from '../helpers/ext-tasks.ts';
+import { freePort } from '../helpers/ports.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { ROOT, startCommand, type Command } from './cluster.ts';
+import { databaseOn } from './lib/database.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
 const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const work = mkdtempSync(path.join(tmpdir(), 'durable-mcp-tasks-package-'));
 chmodSync(work, 0o755); // as root, the embedded Postgres runs as the postgres user, who must reach its data
 const project = path.join(work, 'my-app');
-const children: ChildProcess[] = [];
+const commands: Command[] = [];
 let failed = false;
 
 function check(ok: boolean, what: string, detail?: unknown): void {
@@ -40,31 +40,15 @@ function sh(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = p
   return execFileSync(cmd, args, { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
 }
 
-/** Starts `npx durable-mcp-tasks <args>` in the project; resolves with its URL once it logs `listening` (or at once for workers). */
-function startBin(name: string, args: string[], env: Record<string, string>, waitFor: RegExp) {
-  const child = spawn('npx', ['--no-install', 'durable-mcp-tasks', ...args], {
+/** Starts `npx durable-mcp-tasks <args>` in the project; `ready` resolves with the first group of `ready`. */
+function startBin(args: string[], env: Record<string, string>, ready: RegExp): Command {
+  const command = startCommand('npx', ['--no-install', 'durable-mcp-tasks', ...args], {
     cwd: project,
     env: { ...cleanEnv(), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    ready,
   });
-  children.push(child);
-  let log = '';
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const ready = new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name}: not ready in time:\n${log}`)), 90_000);
-    const onData = (chunk: Buffer) => {
-      log += chunk.toString();
-      const m = waitFor.exec(log);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1] ?? '');
-      }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`${name} exited with ${code}:\n${log}`)));
-  });
-  return { child, ready, exited, log: () => log };
+  commands.push(command);
+  return command;
 }
 
 function alive(pid: number): boolean {
@@ -86,14 +70,9 @@ function running(commandLine: string): boolean {
   }
 }
 
-/** Polls `probe` for up to 30 s. */
-async function until(probe: () => boolean): Promise<boolean> {
-  for (const deadline = Date.now() + 30_000; Date.now() < deadline;) {
-    if (probe()) return true;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return probe();
-}
+/** Whether `probe` holds within 30 s. */
+const until = (probe: () => boolean): Promise<boolean> =>
+  waitFor(probe, { timeoutMs: 30_000, intervalMs: 100 }).catch(() => false);
 
 /** The environment of a user's shell: nothing from this repository's tooling (no tsx loader). */
 function cleanEnv(): NodeJS.ProcessEnv {
@@ -105,78 +84,13 @@ function cleanEnv(): NodeJS.ProcessEnv {
 }
 
 // ------------------------------------------------------------------------------------------------
-// An independent client: @modelcontextprotocol/ext-tasks over a minimal fetch port.
+// An independent client: @modelcontextprotocol/ext-tasks over the suite's fetch port.
 
-const TASKS_EXT = 'io.modelcontextprotocol/tasks';
 type Obj = { readonly [key: string]: JsonValue };
-const obj = (v: unknown): Obj => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : {});
-
-function fetchPort(url: string): ConnectedMcpSessionPort {
-  let nextId = 1;
-  return {
-    endpointId: url,
-    taskCapabilities: { generation: 'v2', capabilities: {} },
-    async dispatch(request: JsonValue): Promise<JsonRpcResponse> {
-      const { method, params: raw } = obj(request) as { method: string; params?: JsonValue };
-      const params = obj(raw);
-      const id = nextId++;
-      const name =
-        method === 'tools/call' ? params.name : method.startsWith('tasks/') ? params.taskId : undefined;
-      const res = await fetch(url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-protocol-version': '2026-07-28',
-          'mcp-method': method,
-          ...(typeof name === 'string' && { 'mcp-name': name }),
-        },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id,
-          method,
-          params: {
-            ...params,
-            _meta: {
-              ...obj(params._meta),
-              'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-              'io.modelcontextprotocol/clientInfo': { name: 'package-test', version: '0.0.0' },
-              'io.modelcontextprotocol/clientCapabilities': {
-                elicitation: { form: {} },
-                extensions: { [TASKS_EXT]: {} },
-              },
-            },
-          },
-        }),
-      });
-      const text = await res.text();
-      const line = res.headers.get('content-type')?.includes('text/event-stream')
-        ? text
-            .split('\n')
-            .filter((l) => l.startsWith('data:'))
-            .map((l) => l.slice(5))
-            .find((l) => obj(JSON.parse(l)).id === id)
-        : text;
-      const m = obj(JSON.parse(line ?? '{}'));
-      if (m.error !== undefined) {
-        const e = obj(m.error);
-        return {
-          kind: 'error',
-          error: { code: Number(e.code), message: typeof e.message === 'string' ? e.message : '' },
-        };
-      }
-      return { kind: 'result', result: m.result ?? null };
-    },
-    onServerRequest: () => () => {},
-    onNotification: () => () => {},
-    onInvalidated: () => () => {},
-    invalidated: false,
-  };
-}
 
 async function runTask(url: string, tool: string, args: Obj, answer?: Obj) {
   const asked: unknown[] = [];
-  const session = withTasks(fetchPort(url), {
+  const session = withTasks(extTasksPort(url, { clientInfo: { name: 'package-test', version: '0.0.0' } }), {
     onInputRequest: createApplicationInputHandler({
       elicitation: async (request) => {
         asked.push(request.params);
@@ -330,7 +244,6 @@ try {
   // 3. One command: HTTP + workers + an embedded Postgres.
   const pgPort = String(await freePort());
   const one = startBin(
-    'start',
     ['start', '--tools', './tools.ts', '--port', '0'],
     {
       EMBEDDED_PG_DIR: path.join(work, 'pg'),
@@ -362,29 +275,22 @@ try {
     () => !running(`${project}/node_modules/.bin/durable-mcp-tasks start`) && !alive(postmaster),
   );
   check(
-    gone && /"msg":"shutting down"/.test(one.log()),
+    gone && /"msg":"shutting down"/.test(one.output()),
     'SIGTERM to npx: the server drains and exits, its Postgres stops',
-    one.log().slice(-400),
+    one.output().slice(-400),
   );
 
   // 4. The same tools as separate processes on a real Postgres: migrate, server, worker.
-  const dbName = `package_test_${process.pid}`;
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
-  await admin.connect();
-  await admin.query(`drop database if exists ${dbName}`);
-  await admin.query(`create database ${dbName}`);
-  const dbUrl = new URL(ADMIN_URL);
-  dbUrl.pathname = `/${dbName}`;
-  const env = { DATABASE_URL: dbUrl.toString(), MIGRATE_ON_START: 'false' };
+  const database = await databaseOn(ADMIN_URL, 'package_test');
+  const env = { DATABASE_URL: database.url, MIGRATE_ON_START: 'false' };
   sh('npx', ['--no-install', 'durable-mcp-tasks', 'migrate'], project, { ...cleanEnv(), ...env });
   check(true, '`migrate` ran');
   const server = startBin(
-    'server',
     ['server', '--tools', './tools.ts', '--port', '0'],
     env,
     /"msg":"listening","url":"([^"]+)"/,
   );
-  const worker = startBin('worker', ['worker', '--tools', './tools.ts'], env, /"msg":"started"()/);
+  const worker = startBin(['worker', '--tools', './tools.ts'], env, /"msg":"started"()/);
   const serverUrl = await server.ready;
   await worker.ready;
   const split = await runTask(serverUrl, 'approve_payment', { amount: 7 }, { ok: true });
@@ -421,19 +327,18 @@ try {
     () =>
       !running(`${bin} server`) &&
       !running(`${bin} worker`) &&
-      /"msg":"shutting down"/.test(server.log()) &&
-      /"msg":"shutting down"/.test(worker.log()),
+      /"msg":"shutting down"/.test(server.output()) &&
+      /"msg":"shutting down"/.test(worker.output()),
   );
   check(drained, 'SIGTERM to npx: the server and the worker drain and exit', {
-    server: server.log().slice(-600),
-    worker: worker.log().slice(-600),
+    server: server.output().slice(-600),
+    worker: worker.output().slice(-600),
   });
-  await admin.query(`drop database if exists ${dbName} with (force)`);
-  await admin.end();
+  await database.stop();
 } catch (err) {
   check(false, 'package test', String((err as Error).stack ?? err));
 } finally {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  for (const { child } of commands) if (child.exitCode === null) child.kill('SIGKILL');
   if (!failed) rmSync(work, { recursive: true, force: true });
   else process.stdout.write(`kept ${work} for inspection\n`);
 }

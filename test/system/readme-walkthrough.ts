@@ -4,13 +4,14 @@
  *
  *   npm run test:readme
  */
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { freePort } from '../test/helpers/ports.ts';
+import { freePort } from '../helpers/ports.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { ROOT, startCommand } from './cluster.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
 const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
 const block = /<!-- walkthrough -->\s*```sh\n([\s\S]*?)```/.exec(readme)?.[1];
 if (block === undefined) throw new Error('README.md has no ```sh block after <!-- walkthrough -->');
@@ -24,24 +25,8 @@ const env: NodeJS.ProcessEnv = {
   EMBEDDED_PG_PORT: String(await freePort()),
 };
 delete env.DATABASE_URL;
-const server = spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
-const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)));
-let log = '';
-const url = await new Promise<string>((resolve, reject) => {
-  const timer = setTimeout(
-    () => reject(new Error(`npm start: no 'listening' line in time:\n${log}`)),
-    90_000,
-  );
-  server.stderr.on('data', (chunk: Buffer) => {
-    log += chunk.toString();
-    const m = /"msg":"listening","url":"([^"]+)"/.exec(log);
-    if (m) {
-      clearTimeout(timer);
-      resolve(m[1]!);
-    }
-  });
-  server.once('exit', (code) => reject(new Error(`npm start exited with ${code}:\n${log}`)));
-});
+const server = startCommand('npm', ['start'], { cwd: ROOT, env, ready: /"msg":"listening","url":"([^"]+)"/ });
+const url = await server.ready;
 
 let failed = false;
 const check = (ok: boolean, what: string, detail?: string) => {
@@ -80,8 +65,8 @@ try {
   }
   check(!/-32\d\d\d/.test(run.stdout), 'no JSON-RPC error in the replies');
 } finally {
-  server.kill('SIGTERM');
-  check((await exited) === 0, 'npm start exits 0 on SIGTERM');
+  server.child.kill('SIGTERM');
+  check((await server.exited) === 0, 'npm start exits 0 on SIGTERM');
 }
 
 // The README's way to run on an old Node: the machine's own npx (Node 20 here) fetches Node 24 for one command.
@@ -91,35 +76,26 @@ check(viaNpx !== undefined, 'the README says how to run on an old Node');
 if (viaNpx !== undefined && existsSync(oldNode)) {
   const pathEnv = `${path.dirname(oldNode)}:${process.env.PATH ?? ''}`;
   const version = execFileSync(oldNode, ['--version'], { encoding: 'utf8' }).trim();
-  const started = spawn('bash', ['-c', viaNpx], {
+  const started = startCommand('bash', ['-c', viaNpx], {
     cwd: ROOT,
     env: { ...env, PATH: pathEnv, PORT: String(await freePort()) },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    ready: /"msg":"listening"()/,
+    timeoutMs: 120_000,
   });
-  let out = '';
-  const up = await new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => resolve(false), 120_000);
-    started.stderr.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (/"msg":"listening"/.test(out)) {
-        clearTimeout(timer);
-        resolve(true);
-      }
-    });
-    started.once('exit', () => resolve(false));
-  });
+  const up = await started.ready.then(
+    () => true,
+    () => false,
+  );
+  const out = started.output();
   check(up, `\`${viaNpx}\` serves, run from a shell whose node is ${version}`, out.slice(-2000));
-  const gone = new Promise((r) => started.once('exit', r));
-  if (started.exitCode === null) started.kill('SIGTERM');
-  await gone;
+  if (started.child.exitCode === null) started.child.kill('SIGTERM');
+  await started.exited;
   // npx's shell does not pass SIGTERM on; the server notices its parent is gone and drains.
-  for (
-    const deadline = Date.now() + 30_000;
-    Date.now() < deadline && /src\/cli\/main\.ts start/.test(ps());
-  ) {
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  check(!/src\/cli\/main\.ts start/.test(ps()), 'and stops when npx is stopped');
+  const stopped = await waitFor(() => !/src\/cli\/main\.ts start/.test(ps()), {
+    timeoutMs: 30_000,
+    intervalMs: 200,
+  }).catch(() => false);
+  check(stopped, 'and stops when npx is stopped');
 }
 rmSync(dir, { recursive: true, force: true });
 

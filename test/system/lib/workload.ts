@@ -7,25 +7,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import {
   createApplicationInputHandler,
-  DispatchError,
   resultFromTaskOutcome,
   withTasks,
-  type ConnectedMcpSessionPort,
-  type JsonRpcResponse,
 } from '@modelcontextprotocol/ext-tasks/client';
-import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
 import pg from 'pg';
-import { expectedAnalysis } from '../../test/helpers/analysis.ts';
+import { expectedAnalysis } from '../../helpers/analysis.ts';
+import { extTasksPort } from '../../helpers/ext-tasks.ts';
+import { postMcp, type RequestOptions, type RpcReply } from '../../helpers/mcp.ts';
+import { waitFor } from '../../helpers/wait.ts';
 
-const PV = '2026-07-28';
-const EXT = 'io.modelcontextprotocol/tasks';
 const TERMINAL = ['completed', 'failed', 'cancelled'];
-
-export interface Reply {
-  status: number;
-  upstream: string;
-  body: Record<string, any>;
-}
 
 /** One reply a client saw that was not a success: what a user of the cluster would notice. */
 export interface ClientError {
@@ -54,7 +45,6 @@ export class Workload {
   crossInstanceUpdates = 0;
   /** Cancel jobs whose task ended `completed`: their cancel must have come after the end. */
   readonly lateCancels = new Set<string>();
-  #rpcId = 0;
   readonly #chunkDelayMs: number;
 
   constructor(opts: {
@@ -72,49 +62,22 @@ export class Workload {
   /**
    * One JSON-RPC request. Transient failures (connection resets, 5xx, -32603) are recorded as
    * client-visible errors and retried, as a client would: reads always, a `tools/call` only when the
-   * reply proves it created nothing (a JSON-RPC error), never after a lost reply.
+   * reply proves it created nothing (a JSON-RPC error), never after a lost reply. Gives up after 200
+   * attempts (20 s and more).
    */
-  async rpc(method: string, params: Record<string, unknown>, url = this.url): Promise<Reply> {
-    const name =
-      method === 'tools/call' ? params.name : method.startsWith('tasks/') ? params.taskId : undefined;
+  async rpc(
+    method: string,
+    params: Record<string, unknown>,
+    opts: RequestOptions & { url?: string; headers?: Record<string, string>; signal?: AbortSignal } = {},
+  ): Promise<RpcReply> {
     const readOnly = method !== 'tools/call';
     for (let attempt = 0; ; attempt++) {
       let failure: string;
       try {
-        const res = await fetch(url, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            accept: 'application/json, text/event-stream',
-            'mcp-protocol-version': PV,
-            'mcp-method': method,
-            ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
-          },
-          body: JSON.stringify({
-            jsonrpc: '2.0',
-            id: ++this.#rpcId,
-            method,
-            params: {
-              ...params,
-              _meta: {
-                'io.modelcontextprotocol/protocolVersion': PV,
-                'io.modelcontextprotocol/clientCapabilities': {
-                  extensions: { [EXT]: {} },
-                  elicitation: { form: {} },
-                },
-              },
-            },
-          }),
-        });
-        const text = await res.text();
-        const reply: Reply = {
-          status: res.status,
-          upstream: res.headers.get('x-upstream') ?? '',
-          body: res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : { raw: text },
-        };
+        const reply = await postMcp(opts.url ?? this.url, method, params, opts);
         const code = reply.body.error?.code as number | undefined;
-        if (res.status < 500 && code !== -32603) return reply;
-        failure = `HTTP ${res.status}${code === undefined ? '' : ` ${code}`}`;
+        if (reply.status < 500 && code !== -32603) return reply;
+        failure = `HTTP ${reply.status}${code === undefined ? '' : ` ${code}`}`;
         // A 5xx from the balancer, or -32603 from an instance: either way nothing was committed.
         this.clientErrors.push({ at: Date.now(), method, what: failure });
         if (attempt >= 200) return reply;
@@ -128,40 +91,18 @@ export class Workload {
     }
   }
 
-  /** ext-tasks' port over fetch through the balancer. */
-  #port(): ConnectedMcpSessionPort {
-    return {
-      endpointId: this.url,
-      taskCapabilities: { generation: 'v2', capabilities: {} },
-      dispatch: async (request: JsonValue): Promise<JsonRpcResponse> => {
-        const { method, params } = request as { method: string; params?: Record<string, unknown> };
-        let reply: Reply;
-        try {
-          reply = await this.rpc(method, { ...(params ?? {}) });
-        } catch (cause) {
-          throw new DispatchError(`transport failure for ${method}`, method !== 'tools/call', { cause });
-        }
-        const m = reply.body;
-        if (m.error !== undefined)
-          return { kind: 'error', error: m.error as { code: number; message: string } };
-        return { kind: 'result', result: m.result as JsonValue };
-      },
-      onServerRequest: () => () => {},
-      onNotification: () => () => {},
-      onInvalidated: () => () => {},
-      invalidated: false,
-    };
-  }
-
+  /** Polls tasks/get (through `rpc`, so retrying through outages) until `until` holds. */
   async poll(taskId: string, until: (t: Record<string, any>) => boolean, timeoutMs = 120_000) {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const r = await this.rpc('tasks/get', { taskId });
-      const task = r.body.result as Record<string, any> | undefined;
-      if (task !== undefined && until(task)) return task;
-      if (Date.now() > deadline) throw new Error(`task ${taskId} stuck: ${JSON.stringify(r.body)}`);
-      await sleep(50);
-    }
+    let last: unknown;
+    return waitFor(
+      async () => {
+        const r = await this.rpc('tasks/get', { taskId });
+        last = r.body;
+        const task = r.body.result as Record<string, any> | undefined;
+        return task !== undefined && until(task) && task;
+      },
+      { timeoutMs, intervalMs: 50, what: () => `task ${taskId} settling (last: ${JSON.stringify(last)})` },
+    );
   }
 
   async #created(name: string, args: Record<string, unknown>): Promise<{ taskId: string; upstream: string }> {
@@ -170,7 +111,7 @@ export class Workload {
     if (taskId === undefined)
       throw new Error(`tools/call ${name} created no task: ${JSON.stringify(created.body)}`);
     this.acknowledged.add(taskId);
-    return { taskId, upstream: created.upstream };
+    return { taskId, upstream: created.headers.get('x-upstream') ?? '' };
   }
 
   async #analyze(session: ReturnType<typeof withTasks>, i: number): Promise<void> {
@@ -199,7 +140,7 @@ export class Workload {
     const ack = await this.rpc(
       'tasks/update',
       { taskId, inputResponses: { confirm: response } },
-      `http://127.0.0.1:${other}/mcp`,
+      { url: `http://127.0.0.1:${other}/mcp` },
     );
     if (ack.body.result?.resultType === 'complete' && upstream !== '') this.crossInstanceUpdates++;
     const done = await this.poll(taskId, (t) => TERMINAL.includes(t.status as string));
@@ -248,7 +189,9 @@ export class Workload {
 
   /** Runs every job, `concurrency` at a time, in a fixed interleaving of kinds. */
   async run(concurrency: number): Promise<void> {
-    const session = withTasks(this.#port(), {
+    // ext-tasks' withTasks over the suite's port, each request through `rpc` (retries and all).
+    const port = extTasksPort(this.url, { send: (method, params, o) => this.rpc(method, params, o) });
+    const session = withTasks(port, {
       onInputRequest: createApplicationInputHandler({
         elicitation: async () => ({ action: 'cancel' }),
         sampling: async () => {
