@@ -81,6 +81,8 @@ describe('metrics of a process serving HTTP and running workers', () => {
     const { mcp } = server;
     const task = await mcp.callTool('confirm_action', { action: 'measure' });
     await mcp.waitForTask(task.taskId as string, (t) => t.status === 'input_required');
+    // The wait itself is what is measured: the task waits at least 300 ms for its answer, and the
+    // histogram must say so (a sleep under test, not a wait for a condition).
     await new Promise((resolve) => setTimeout(resolve, 300));
     await mcp.result('tasks/update', {
       taskId: task.taskId,

@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServerEvents } from '../../src/events/server-events.ts';
 import type { Runtime } from '../../src/runtime.ts';
@@ -10,6 +9,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { databaseEnv } from '../helpers/database-env.ts';
 import { listen, RawMcp } from '../helpers/mcp.ts';
 import { FAST_ENV, startTestRuntime } from '../helpers/runtime.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 let tdb: TestDatabase;
@@ -88,8 +88,8 @@ describe('subscriptions/listen', () => {
       method: 'notifications/tasks',
       params: { taskId: own.taskId, _meta: { [SUB]: 'sub-1' } },
     });
-    await sleep(350);
-    expect(stream.comments).toBeGreaterThanOrEqual(2);
+    // Keep-alives every 100 ms (SSE_KEEPALIVE_MS): two of them, after the snapshot.
+    await waitFor(() => stream.comments >= 2, { what: 'two keep-alive comments' });
     // The foreign task never shows up.
     expect(stream.messages.filter((m) => m.params?.taskId === foreign.taskId)).toEqual([]);
     stream.close();

@@ -3,8 +3,9 @@ import { z } from 'zod';
 import { defineTool } from '../../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { countTasks } from '../helpers/db.ts';
-import { PROTOCOL_VERSION } from '../helpers/mcp.ts';
+import { listen, mcpHeaders, mcpRequest } from '../helpers/mcp.ts';
 import { useTestServer } from '../helpers/runtime.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const regional = defineTool({
   name: 'regional',
@@ -34,19 +35,19 @@ const server = useTestServer({
   },
 });
 
+/** A task's status read from the database: polling tasks/get here would be answered 429 (RATE_LIMIT_POLLING). */
+const statusOf = async (taskId: string) =>
+  (
+    await server.tdb.db
+      .selectFrom('tasks')
+      .select('status')
+      .where('task_id', '=', taskId)
+      .executeTakeFirstOrThrow()
+  ).status;
+
 describe('transport hardening', () => {
   it('rejects a foreign Host (DNS rebinding) with 403 and accepts loopback names', async () => {
-    const body = JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'server/discover',
-      params: {
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': PROTOCOL_VERSION,
-          'io.modelcontextprotocol/clientCapabilities': {},
-        },
-      },
-    });
+    const body = JSON.stringify(mcpRequest('server/discover', {}, { caps: {} }));
     const { request } = await import('node:http');
     const send = (host: string) =>
       new Promise<number>((resolve, reject) => {
@@ -54,13 +55,7 @@ describe('transport hardening', () => {
           server.rt.url,
           {
             method: 'POST',
-            headers: {
-              host,
-              'content-type': 'application/json',
-              accept: 'application/json, text/event-stream',
-              'mcp-protocol-version': PROTOCOL_VERSION,
-              'mcp-method': 'server/discover',
-            },
+            headers: mcpHeaders('server/discover', {}, { host }),
           },
           (res) => {
             res.resume();
@@ -80,7 +75,7 @@ describe('transport hardening', () => {
     const deep = '['.repeat(40) + ']'.repeat(40);
     const reply = await server.mcp.post(
       `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x","deep":${deep}}}}`,
-      { 'mcp-protocol-version': PROTOCOL_VERSION, 'mcp-method': 'tools/call', 'mcp-name': 'echo' },
+      mcpHeaders('tools/call', { name: 'echo' }),
     );
     expect(reply.status).toBe(400);
     expect(reply.body.error).toMatchObject({
@@ -106,13 +101,7 @@ describe('transport hardening', () => {
 
   it('limits inputResponses size (-32602, the task unchanged)', async () => {
     const { taskId } = await server.mcp.callTool('confirm_action', { action: 'a' });
-    // Polls no faster than the rate limit allows (half the task's 2000 ms pollIntervalMs).
-    let task;
-    do {
-      await new Promise((r) => setTimeout(r, 1100));
-      task = await server.mcp.getTask(taskId);
-    } while (task.status !== 'input_required');
-    await new Promise((r) => setTimeout(r, 1100));
+    await waitFor(async () => (await statusOf(taskId)) === 'input_required', { what: 'input_required' });
     const error = await server.mcp.error('tasks/update', {
       taskId,
       inputResponses: { confirm: { action: 'accept', content: { confirm: true, pad: 'y'.repeat(2000) } } },
@@ -126,11 +115,8 @@ describe('transport hardening', () => {
     const small = await server.mcp.callTool('big_result', { n: 100 });
     const big = await server.mcp.callTool('big_result', { n: 10_000 });
     const wait = async (taskId: string) => {
-      for (;;) {
-        await new Promise((r) => setTimeout(r, 2000));
-        const t = await server.mcp.getTask(taskId);
-        if (t.status !== 'working') return t;
-      }
+      await waitFor(async () => (await statusOf(taskId)) !== 'working', { what: `task ${taskId} ending` });
+      return server.mcp.getTask(taskId);
     };
     expect((await wait(small.taskId)).status).toBe('completed');
     const failed = await wait(big.taskId);
@@ -151,6 +137,7 @@ describe('transport hardening', () => {
     // Another principal's polling, or another task's, is not affected; after the interval it is allowed.
     const other = await server.mcp.callTool('confirm_action', { action: 'other' });
     expect((await server.mcp.request('tasks/get', { taskId: other.taskId })).status).toBe(200);
+    // The interval passing is what is tested (half the task's 2000 ms pollIntervalMs, and a margin).
     await new Promise((r) => setTimeout(r, 1100));
     expect((await server.mcp.request('tasks/get', { taskId })).status).toBe(200);
   });
@@ -196,7 +183,6 @@ describe('transport hardening', () => {
   });
 
   it('limits open subscriptions per principal (429)', async () => {
-    const { listen } = await import('../helpers/mcp.ts');
     const a = await listen(server.rt.url, { toolsListChanged: true });
     const b = await listen(server.rt.url, { toolsListChanged: true });
     await a.next();
@@ -208,8 +194,16 @@ describe('transport hardening', () => {
     });
     a.close();
     await a.ended;
-    await new Promise((r) => setTimeout(r, 200));
-    const c = await listen(server.rt.url, { toolsListChanged: true });
+    // The server frees the slot once it sees the socket closed: until then a third stream gets 429.
+    const c = await waitFor(
+      async () => {
+        const stream = await listen(server.rt.url, { toolsListChanged: true });
+        if (stream.status === 200) return stream;
+        stream.close();
+        return undefined;
+      },
+      { what: 'a subscription slot freed' },
+    );
     expect((await c.next()).method).toBe('notifications/subscriptions/acknowledged');
     b.close();
     c.close();

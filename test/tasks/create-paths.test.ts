@@ -12,6 +12,7 @@ import type { ClaimedTask } from '../../src/tasks/store/lease.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { RawMcp } from '../helpers/mcp.ts';
 import { startTestRuntime } from '../helpers/runtime.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 type Started = Awaited<ReturnType<typeof startTestRuntime>>;
 
@@ -86,11 +87,8 @@ const recorder = {
 
 /** Waits until this process's worker would take a task it creates (its first fetch found the queue empty). */
 async function untilIdle(rt: Started): Promise<void> {
-  for (;;) {
-    const slot = rt.workers!.startHere();
-    if (slot !== undefined) return slot.release();
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  const slot = await waitFor(() => rt.workers!.startHere(), { intervalMs: 10, what: 'the worker idle' });
+  slot.release();
 }
 
 describe('one statement', () => {
@@ -152,9 +150,7 @@ describe('creating through the queue (no worker here)', () => {
       };
       expect(settled(job!)).toEqual(settled(sentJob!));
 
-      const deadline = Date.now() + 5_000;
-      while (!woken.includes(taskId) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-      expect(woken).toContain(taskId);
+      await waitFor(() => woken.includes(taskId), { timeoutMs: 5_000, intervalMs: 10, what: 'the wake-up' });
       expect(await taskRow(taskId)).toEqual({ status: 'working', attempt: 0, leased_by: null });
     } finally {
       await listener.end();
@@ -208,11 +204,16 @@ describe('creating on an idle worker of this process', () => {
     const tasks = new TaskService({ db: tdb.db, queue: new BossTaskQueue(rt.boss), startHere: () => dead });
     const { taskId } = await tasks.create(NEW_TASK);
     expect(await taskRow(taskId)).toEqual({ status: 'working', attempt: 1, leased_by: 'dead-worker' });
-    await new Promise((r) => setTimeout(r, 400));
-    expect((await rt.workers!.sweep()).reclaimed).toBe(1);
-    const deadline = Date.now() + 10_000;
-    while ((await taskRow(taskId)).status !== 'completed' && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 20));
+    // The sweeper (run here by hand) hands it on once the dead worker's 300 ms lease has lapsed.
+    let reclaimed = 0;
+    await waitFor(async () => (reclaimed += (await rt.workers!.sweep()).reclaimed) > 0, {
+      what: 'a sweep reclaiming the task',
+    });
+    expect(reclaimed).toBe(1);
+    await waitFor(async () => (await taskRow(taskId)).status === 'completed', {
+      timeoutMs: 10_000,
+      what: 'the task completed by the next attempt',
+    });
     expect(await taskRow(taskId)).toMatchObject({ status: 'completed', attempt: 2 });
     expect((await attemptsOf(taskId)).map((a) => a.worker_id)).toEqual(['dead-worker', rt.workers!.workerId]);
   });

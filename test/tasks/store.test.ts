@@ -20,6 +20,7 @@ import { loadSteps, saveStep } from '../../src/tasks/store/steps.ts';
 import { expireTasks, purgeTasks } from '../../src/tasks/store/sweep.ts';
 import { newTaskId } from '../../src/tasks/ids.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 let tdb: TestDatabase;
 beforeAll(async () => {
@@ -28,6 +29,17 @@ beforeAll(async () => {
 afterAll(async () => {
   await tdb?.drop();
 });
+
+/** Waits until the database's clock has passed `column` of every one of these tasks (a lease, a TTL). */
+const untilPast = (column: 'lease_expires_at' | 'expires_at', taskIds: string[]) =>
+  waitFor(
+    async () => {
+      const { rows } = await sql<{ n: number }>`select count(*)::int as n from tasks
+        where task_id = any(${taskIds}) and ${sql.ref(column)} < now()`.execute(tdb.db);
+      return rows[0]!.n === taskIds.length;
+    },
+    { what: `${column} of ${taskIds.length} task(s) passing` },
+  );
 
 async function newTask(opts: { ttlMs?: number | null; principal?: string } = {}) {
   const view = await insertTask(tdb.db, {
@@ -127,7 +139,7 @@ describe('guarded transitions in Postgres', () => {
     const first = (await claimTask(tdb.db, taskId, 'w1', 300))!;
     // A live lease is not stolen by a duplicate delivery…
     expect(await claimTask(tdb.db, taskId, 'w2', 10_000)).toBeUndefined();
-    await new Promise((r) => setTimeout(r, 350));
+    await untilPast('lease_expires_at', [taskId]);
     // …but a lapsed one is.
     const second = (await claimTask(tdb.db, taskId, 'w2', 10_000))!;
     expect(second.attempt).toBe(first.attempt + 1);
@@ -309,7 +321,7 @@ describe('guarded transitions in Postgres', () => {
     await claimTask(tdb.db, lapsed, 'dead-worker', 1);
     const live = await newTask();
     await claimTask(tdb.db, live, 'live-worker', 60_000);
-    await new Promise((r) => setTimeout(r, 5));
+    await untilPast('lease_expires_at', [lapsed]);
     const reclaimed = await reclaimExpiredLeases(tdb.db, 100);
     expect(reclaimed).toContain(lapsed);
     expect(reclaimed).not.toContain(live);
@@ -344,7 +356,7 @@ describe('guarded transitions in Postgres', () => {
       result: { kept: 'until purge' },
     });
     const forever = await newTask({ ttlMs: null });
-    await new Promise((r) => setTimeout(r, 5));
+    await untilPast('expires_at', [...ids, done]);
 
     const first = await expireTasks(tdb.db, 5);
     expect(first).toHaveLength(5);

@@ -1,13 +1,32 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { useTestServer } from '../helpers/runtime.ts';
 import { count, TEST_TOOLS } from '../helpers/test-tools.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const server = useTestServer({
   tools: [...SHIPPED_TOOLS, ...TEST_TOOLS],
   env: { TASK_PURGE_GRACE_MS: '500' },
 });
+
+const statusOf = async (taskId: string) =>
+  (await server.tdb.db.selectFrom('tasks').select('status').where('task_id', '=', taskId).executeTakeFirst())
+    ?.status;
+
+/** Sweeps, as the timer-driven sweeper would, until `done` holds; returns what the sweeps did in all. */
+async function sweepUntil(done: () => Promise<boolean>, what: string) {
+  const total = { expired: 0, purged: 0 };
+  await waitFor(
+    async () => {
+      const swept = await server.rt.workers!.sweep();
+      total.expired += swept.expired;
+      total.purged += swept.purged;
+      return done();
+    },
+    { what },
+  );
+  return total;
+}
 
 describe('TTL', () => {
   it('announces the tool’s ttlMs and pollIntervalMs, or the configured defaults', async () => {
@@ -20,8 +39,8 @@ describe('TTL', () => {
   it('fails a task waiting for input past its TTL, then purges it (-32602 afterwards)', async () => {
     const { taskId } = await server.mcp.callTool('expiring');
     await server.mcp.waitForTask(taskId, (t) => t.status === 'input_required');
-    await sleep(350);
-    expect((await server.rt.workers!.sweep()).expired).toBeGreaterThanOrEqual(1);
+    const swept = await sweepUntil(async () => (await statusOf(taskId)) === 'failed', 'the task expiring');
+    expect(swept.expired).toBeGreaterThanOrEqual(1);
     const expired = await server.mcp.getTask(taskId);
     expect(expired).toMatchObject({
       status: 'failed',
@@ -36,8 +55,9 @@ describe('TTL', () => {
     });
     expect((await server.mcp.getTask(taskId)).status).toBe('failed');
 
-    await sleep(550);
-    expect((await server.rt.workers!.sweep()).purged).toBeGreaterThanOrEqual(1);
+    // Purged once TASK_PURGE_GRACE_MS has passed since it expired.
+    const purged = await sweepUntil(async () => (await statusOf(taskId)) === undefined, 'the task purged');
+    expect(purged.purged).toBeGreaterThanOrEqual(1);
     const gone = await server.mcp.error('tasks/get', { taskId });
     expect(gone).toMatchObject({ code: -32602, message: 'Failed to retrieve task: Task not found' });
     const rows = await server.tdb.db
@@ -51,10 +71,8 @@ describe('TTL', () => {
   it('stops a running handler whose task expired', async () => {
     const { taskId } = await server.mcp.callTool('expiring_waiter', { tag: 'ttl-running' });
     await server.mcp.waitForTask(taskId, () => count('ttl-running:started') === 1);
-    await sleep(450);
-    await server.rt.workers!.sweep();
-    const deadline = Date.now() + 2000;
-    while (count('ttl-running:aborted') === 0 && Date.now() < deadline) await sleep(20);
+    await sweepUntil(async () => (await statusOf(taskId)) === 'failed', 'the task expiring');
+    await waitFor(() => count('ttl-running:aborted') > 0, { timeoutMs: 2000, what: 'the handler aborted' });
     expect(count('ttl-running:aborted')).toBe(1);
     const task = await server.mcp.getTask(taskId);
     expect(task).toMatchObject({ status: 'failed', error: { message: 'Task has expired' } });

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { useTestServer } from '../helpers/runtime.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const server = useTestServer({
   tools: SHIPPED_TOOLS,
@@ -58,7 +59,7 @@ describe('the worker path', () => {
         .select('name')
         .where('task_id', '=', taskId as string)
         .execute();
-    while ((await rows()).length === 0) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(async () => (await rows()).length > 0, { what: 'a first step done' });
     const asked = Date.now();
     await server.mcp.result('tasks/cancel', { taskId });
     const done = await server.mcp.waitForTask(taskId as string, undefined, 10_000);
