@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { answer } from './methods.ts';
 import type { SessionRequest } from './request.ts';
 import { SessionStream, SSE_HEADERS } from './sse.ts';
@@ -16,7 +15,7 @@ export async function respond(req: Omit<SessionRequest, 'stream'>): Promise<Resp
   if (!(c.req.header('accept') ?? '').includes('text/event-stream')) {
     return c.json(await answer({ ...req, stream: undefined }), 200, headers);
   }
-  const stream = new SessionStream(era.sessions, session.sessionId, randomBytes(12).toString('base64url'), {
+  const stream = new SessionStream(era.sessions, session.sessionId, undefined, {
     primeWithRetryMs: era.retryMs ?? 3_000,
   });
   const opening = (why: string) => (err: unknown) =>

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { SessionService } from './sessions/service.ts';
 
 export const SSE_HEADERS = {
@@ -17,13 +18,13 @@ export const SSE_HEADERS = {
  * logs nothing.
  */
 export class SessionStream {
-  readonly streamId: string;
   /** Aborts when the client closes the stream. */
   readonly gone = new AbortController();
   /** Resolves when the stream opens (its first event is under way). */
   readonly opened: Promise<void>;
   readonly #sessions: SessionService;
   readonly #sessionId: string;
+  #streamId: string | undefined;
   readonly #retryMs: number | undefined;
   readonly #encoder = new TextEncoder();
   #body: ReadableStream<Uint8Array> | undefined;
@@ -35,12 +36,12 @@ export class SessionStream {
   constructor(
     sessions: SessionService,
     sessionId: string,
-    streamId: string,
+    streamId: string | undefined,
     { primeWithRetryMs }: { primeWithRetryMs?: number } = {},
   ) {
     this.#sessions = sessions;
     this.#sessionId = sessionId;
-    this.streamId = streamId;
+    this.#streamId = streamId;
     this.#retryMs = primeWithRetryMs;
     this.opened = new Promise((resolve) => (this.#markOpened = resolve));
     if (primeWithRetryMs === undefined) {
@@ -58,6 +59,11 @@ export class SessionStream {
         this.gone.abort(new Error('client closed the stream'));
       },
     }));
+  }
+
+  /** The stream's id in the session's log (a new stream gets one when it first needs it). */
+  get streamId(): string {
+    return (this.#streamId ??= randomBytes(12).toString('base64url'));
   }
 
   /** Whether the stream has opened: from then on it is the response. */
