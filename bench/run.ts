@@ -5,7 +5,7 @@
  * a number.
  *
  *   npm run bench                       every scenario
- *   npm run bench -- get create         some of them: get protocol create drain latency history memory
+ *   npm run bench -- get create         some of them: get protocol sessions create drain latency history memory
  *
  * Settings (environment): BENCH_DURATION (s, default 10), BENCH_WARMUP (3), BENCH_CONNECTIONS (10),
  * BENCH_DRAIN_TASKS (5000), BENCH_DRAIN_CONCURRENCY (16,4), BENCH_HISTORY_ROWS (1000000),
@@ -33,35 +33,14 @@ import {
   type Proc,
   type ScratchDb,
 } from './lib/harness.ts';
+import { mcpUrl, server, worker } from './lib/processes.ts';
+import { benchSessions } from './sessions.ts';
 
-const SCENARIOS = ['get', 'protocol', 'create', 'drain', 'latency', 'history', 'memory'] as const;
+const SCENARIOS = ['get', 'protocol', 'sessions', 'create', 'drain', 'latency', 'history', 'memory'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 const chosen = (process.argv.slice(2).length === 0 ? [...SCENARIOS] : process.argv.slice(2)) as Scenario[];
 for (const s of chosen)
   if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; one of ${SCENARIOS.join(' ')}`);
-
-const SERVER_ENV = (db: ScratchDb): Record<string, string> => ({
-  DATABASE_URL: db.url,
-  MIGRATE_ON_START: 'false',
-  RATE_LIMIT_POLLING: 'false',
-  HOST: '127.0.0.1',
-});
-
-/** As the image and `npm start`/`npm run server|worker` run node (see the Dockerfile). */
-const NODE_FLAGS = ['--max-semi-space-size=8'];
-const server = (db: ScratchDb, env: Record<string, string> = {}, nodeArgs: string[] = []) =>
-  startProc(
-    ['src/cli/main.ts', 'server'],
-    { ...SERVER_ENV(db), ...env },
-    { nodeArgs: [...NODE_FLAGS, ...nodeArgs] },
-  );
-const worker = (db: ScratchDb, env: Record<string, string> = {}) =>
-  startProc(
-    ['src/cli/main.ts', 'worker'],
-    { ...SERVER_ENV(db), ...env },
-    { ready: 'none', nodeArgs: NODE_FLAGS },
-  );
-const mcpUrl = (p: Proc) => `http://127.0.0.1:${p.port}/mcp`;
 
 /** The bare Hono + pg baseline, given the SQL and bytes it serves. */
 async function baseline(db: ScratchDb, spec: object): Promise<Proc> {
@@ -578,6 +557,7 @@ async function benchMemory(db: ScratchDb): Promise<void> {
 const RUN: Record<Scenario, (db: ScratchDb) => Promise<void>> = {
   get: benchGet,
   protocol: benchProtocol,
+  sessions: benchSessions,
   create: benchCreate,
   drain: benchDrain,
   latency: benchLatency,

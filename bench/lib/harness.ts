@@ -143,17 +143,35 @@ export interface LoadResult {
 export async function load(
   url: string,
   request: { method?: 'POST' | 'GET'; headers?: Record<string, string>; body?: string },
-  opts: { connections?: number; duration?: number; warmup?: number } = {},
+  opts: {
+    connections?: number;
+    duration?: number;
+    warmup?: number;
+    /** Headers of each connection's own (a session each), over `request.headers`, handed out in turn. */
+    perConnection?: readonly Record<string, string>[];
+    /** Every request gets a JSON-RPC id of its own: `[<id>]` in the body is replaced (autocannon's). */
+    uniqueIds?: boolean;
+  } = {},
 ): Promise<LoadResult> {
-  const run = (duration: number) =>
-    autocannon({
+  const run = (duration: number) => {
+    let next = 0;
+    const each = opts.perConnection ?? [];
+    return autocannon({
       url,
       method: request.method ?? 'POST',
       headers: request.headers ?? {},
       ...(request.body === undefined ? {} : { body: request.body }),
       connections: opts.connections ?? CONNECTIONS,
       duration,
+      idReplacement: opts.uniqueIds === true,
+      ...(each.length === 0
+        ? {}
+        : {
+            setupClient: (client: autocannon.Client) =>
+              client.setHeaders({ ...request.headers, ...each[next++ % each.length] }),
+          }),
     });
+  };
   const warmup = opts.warmup ?? WARMUP;
   if (warmup > 0) await run(warmup);
   const r = await run(opts.duration ?? DURATION);
@@ -161,7 +179,8 @@ export async function load(
     rps: r.requests.average,
     p50: r.latency.p50,
     p99: r.latency.p99,
-    bad: r.errors + r.timeouts + r.non2xx,
+    // autocannon's `errors` include its timeouts.
+    bad: r.errors + r.non2xx,
     total: r.requests.total,
   };
 }
@@ -243,8 +262,10 @@ export function printTable(): void {
 }
 
 export const fmt = {
+  /** Requests/s with p50 and p99, and how many failed when any did (a rate of errors is no rate). */
   rps: (r: LoadResult) =>
-    `${Math.round(r.rps).toLocaleString('en')} req/s (p50 ${r.p50} ms, p99 ${r.p99} ms)`,
+    `${Math.round(r.rps).toLocaleString('en')} req/s (p50 ${r.p50} ms, p99 ${r.p99} ms` +
+    `${r.bad > 0 ? `; ${r.bad.toLocaleString('en')} of ${r.total.toLocaleString('en')} failed` : ''})`,
   x: (n: number) => `${n.toFixed(2)}×`,
   mb: (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`,
 };

@@ -1,0 +1,29 @@
+// Our own processes as the suite starts them: the HTTP server and the worker on a scratch database, with
+// the node flags the image runs them with.
+import { startProc, type Proc, type ScratchDb } from './harness.ts';
+
+const SERVER_ENV = (db: ScratchDb): Record<string, string> => ({
+  DATABASE_URL: db.url,
+  MIGRATE_ON_START: 'false',
+  RATE_LIMIT_POLLING: 'false',
+  HOST: '127.0.0.1',
+});
+
+/** As the image and `npm start`/`npm run server|worker` run node (see the Dockerfile). */
+const NODE_FLAGS = ['--max-semi-space-size=8'];
+
+export const server = (db: ScratchDb, env: Record<string, string> = {}, nodeArgs: string[] = []) =>
+  startProc(
+    ['src/cli/main.ts', 'server'],
+    { ...SERVER_ENV(db), ...env },
+    { nodeArgs: [...NODE_FLAGS, ...nodeArgs] },
+  );
+
+export const worker = (db: ScratchDb, env: Record<string, string> = {}) =>
+  startProc(
+    ['src/cli/main.ts', 'worker'],
+    { ...SERVER_ENV(db), ...env },
+    { ready: 'none', nodeArgs: NODE_FLAGS },
+  );
+
+export const mcpUrl = (p: Proc) => `http://127.0.0.1:${p.port}/mcp`;
