@@ -39,7 +39,8 @@ const KINDS: Record<string, string> = {
   'idle (pool)': `application_name in ('durable-mcp-tasks:server', 'durable-mcp-tasks:worker') and state = 'idle'`,
   'in a transaction': `application_name like 'durable-mcp-tasks:%' and state like 'idle in transaction%'`,
   'active query': `application_name in ('durable-mcp-tasks:server', 'durable-mcp-tasks:worker') and state = 'active'`,
-  LISTEN: `application_name = 'durable-mcp-tasks:listen'`,
+  // durable-mcp-tasks:listen:<role> (the role appended since 1e46b74).
+  LISTEN: `application_name like 'durable-mcp-tasks:listen%'`,
   'pg-boss': `application_name = 'durable-mcp-tasks:pg-boss'`,
 };
 const kills = new Map<string, number>(Object.keys(KINDS).map((k) => [k, 0]));
