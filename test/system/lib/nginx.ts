@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../helpers/ports.ts';
@@ -25,6 +25,8 @@ export const MCP_LOCATIONS = path.join(ROOT, 'deploy/mcp-locations.conf');
 export async function startNginx(upstreamPorts: readonly number[]): Promise<Nginx> {
   const port = await freePort();
   const dir = mkdtempSync(path.join(tmpdir(), 'mcp-nginx-'));
+  // As root, nginx's worker runs as nobody: it must reach the temporary directory to buffer a large body.
+  chmodSync(dir, 0o755);
   const accessLog = path.join(dir, 'access.log');
   writeFileSync(
     path.join(dir, 'nginx.conf'),
