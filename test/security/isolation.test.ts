@@ -102,7 +102,8 @@ describe('per-principal isolation', () => {
         as(p),
       );
     }
-    // Bob's stream carried only Bob's tasks.
+    // Bob's stream carried only Bob's tasks. The pause lets a leaked notification arrive before the
+    // stream closes: "nothing foreign during 300 ms" is what is tested, so it is a sleep, not a wait.
     await new Promise((r) => setTimeout(r, 300));
     bobStream.close();
     const seen = new Set(
