@@ -337,6 +337,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
               serves: { resources: !deps.resources.empty, prompts: !deps.prompts.empty },
               feed,
               shutdown: shutdown.signal,
+              requestorsIdentified: config.AUTH_MODE !== 'none',
             }),
           allowedOrigins: config.ALLOWED_ORIGINS.split(',')
             .map((o) => o.trim())

@@ -22,6 +22,11 @@ export interface SessionEraOptions {
   shutdown: AbortSignal;
   principalOf: (c: Context) => string;
   log: Logger;
+  /**
+   * Whether a principal names one requestor (bearer or OAuth). When not (AUTH_MODE=none: every client is
+   * the one local principal), `tasks/list` lists the session's own tasks, not every client's.
+   */
+  requestorsIdentified: boolean;
   keepAliveMs?: number | undefined;
   /** The SSE `retry` a client waits before resuming a stream it lost. */
   retryMs?: number | undefined;

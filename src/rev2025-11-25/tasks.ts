@@ -22,7 +22,9 @@ export async function tasksGet({ era, session, params }: SessionRequest): Promis
 
 export async function tasksList({ era, session, params }: SessionRequest): Promise<JsonObject> {
   const { cursor } = ListParamsSchema.parse(params);
-  const page = await era.tasks.list(session.principal, cursor);
+  // Without authentication every client is one principal: a session then lists only its own tasks.
+  const origin = era.requestorsIdentified ? undefined : session.sessionId;
+  const page = await era.tasks.list(session.principal, { cursor, origin });
   return {
     tasks: page.tasks.map(taskOf),
     ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }),

@@ -108,9 +108,12 @@ export class TaskService {
     });
   }
 
-  /** One page of the principal's tasks, newest first (2025-11-25 `tasks/list`). */
-  list(principal: string, cursor?: string): Promise<{ tasks: TaskView[]; nextCursor?: string }> {
-    return listTasks(this.#db, principal, { cursor });
+  /** One page of the principal's tasks (made at `origin`, if given), newest first (2025-11-25 `tasks/list`). */
+  list(
+    principal: string,
+    { cursor, origin }: { cursor?: string | undefined; origin?: string | undefined } = {},
+  ): Promise<{ tasks: TaskView[]; nextCursor?: string }> {
+    return listTasks(this.#db, principal, { cursor, origin });
   }
 
   async cancel(taskId: string, principal: string): Promise<void> {

@@ -9,6 +9,7 @@ import { useTestServer } from '../helpers/runtime.ts';
 // 2025-11-25 tasks, driven by the client most hosts run: @modelcontextprotocol/sdk 1.x.
 const server = useTestServer();
 let client: Client;
+let transport: StreamableHTTPClientTransport;
 let elicitations = 0;
 
 beforeAll(async () => {
@@ -20,7 +21,8 @@ beforeAll(async () => {
     expect(related?.taskId).toEqual(expect.any(String));
     return { action: 'accept', content: { confirm: true } };
   });
-  await client.connect(new StreamableHTTPClientTransport(new URL(server.rt.url)));
+  transport = new StreamableHTTPClientTransport(new URL(server.rt.url));
+  await client.connect(transport);
   await client.listTools();
 });
 afterAll(async () => {
@@ -99,8 +101,26 @@ describe('2025-11-25 tasks on the durable store', () => {
   });
 
   it('pages tasks/list with an opaque cursor', async () => {
-    const mcp = new RawMcp(server.rt.url);
-    for (let i = 0; i < 52; i++) await mcp.callTool('analyze_numbers', { count: 1 });
+    const sessionId = transport.sessionId!;
+    for (let i = 0; i < 52; i++) {
+      const res = await fetch(server.rt.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-session-id': sessionId,
+          'mcp-protocol-version': '2025-11-25',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 100 + i,
+          method: 'tools/call',
+          params: { name: 'analyze_numbers', arguments: { count: 1 }, task: {} },
+        }),
+      });
+      expect(res.status).toBe(200);
+      await res.text();
+    }
     const first = await client.experimental.tasks.listTasks();
     expect(first.tasks).toHaveLength(50);
     expect(first.nextCursor).toEqual(expect.any(String));
@@ -108,6 +128,28 @@ describe('2025-11-25 tasks on the durable store', () => {
     const all = [...first.tasks, ...second.tasks].map((t) => t.taskId);
     expect(new Set(all).size).toBe(all.length);
     await expect(client.experimental.tasks.listTasks('not-a-cursor')).rejects.toThrow(/Invalid cursor/);
+  });
+
+  it('without authentication (one principal for every client) a session lists its own tasks only', async () => {
+    // A task of this principal made at 2026-07-28, and the tasks of the session above: none are another
+    // session's to see.
+    await new RawMcp(server.rt.url).callTool('analyze_numbers', { count: 1 });
+    const other = new Client({ name: 'sdk1-other', version: '1.0.0' }, { capabilities: {} });
+    await other.connect(new StreamableHTTPClientTransport(new URL(server.rt.url)));
+    try {
+      expect((await other.experimental.tasks.listTasks()).tasks).toEqual([]);
+      const mine = other.experimental.tasks.callToolStream(
+        { name: 'analyze_numbers', arguments: { count: 1 } },
+        CallToolResultSchema,
+        { task: { ttl: 60_000 } },
+      );
+      let created: string | undefined;
+      for await (const m of mine) if (m.type === 'taskCreated') created = m.task.taskId;
+      expect((await other.experimental.tasks.listTasks()).tasks.map((t) => t.taskId)).toEqual([created]);
+      expect((await client.experimental.tasks.listTasks()).tasks.map((t) => t.taskId)).not.toContain(created);
+    } finally {
+      await other.close();
+    }
   });
 
   it('a tool result with isError ends the task failed at 2025-11-25; tasks/result returns it as it is', async () => {

@@ -26,11 +26,18 @@ function decodeCursor(cursor: string): [string, string] {
   throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Failed to list tasks: Invalid cursor');
 }
 
-/** One page of a principal's tasks, newest first, by keyset (an index range, whatever the history). */
+/**
+ * One page of a principal's tasks, newest first, by keyset (an index range, whatever the history); with
+ * `origin`, only the tasks created there (see TaskTraits).
+ */
 export async function listTasks(
   db: Kysely<Database>,
   principal: string,
-  { cursor, limit = 50 }: { cursor?: string | undefined; limit?: number },
+  {
+    cursor,
+    origin,
+    limit = 50,
+  }: { cursor?: string | undefined; origin?: string | undefined; limit?: number },
 ): Promise<{ tasks: TaskView[]; nextCursor?: string }> {
   let query = db
     .selectFrom('tasks')
@@ -39,6 +46,7 @@ export async function listTasks(
     .orderBy('created_at', 'desc')
     .orderBy('task_id', 'desc')
     .limit(limit + 1);
+  if (origin !== undefined) query = query.where('origin', '=', origin);
   if (cursor !== undefined) {
     const [createdAt, taskId] = decodeCursor(cursor);
     query = query.where(sql<boolean>`(created_at, task_id) < (${createdAt}::timestamptz, ${taskId})`);
