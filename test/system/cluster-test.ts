@@ -13,7 +13,7 @@
  *   CLUSTER_POOLER=pgbouncer node --import tsx test/system/cluster-test.ts   (through a real PgBouncer)
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startCluster, timedLog } from './cluster.ts';
+import { CHAOS_ENV, startCluster, timedLog } from './cluster.ts';
 import { checkAllServing, firstSuccessfulGet } from './lib/probes.ts';
 import { Workload } from './lib/workload.ts';
 
@@ -22,15 +22,7 @@ const log = timedLog();
 // A Postgres of this test's own, so that it can be restarted under load; PgBouncer if CLUSTER_POOLER says so.
 const cluster = await startCluster({
   name: 'cluster',
-  env: {
-    LOG_LEVEL: 'warn',
-    TASK_POLL_INTERVAL_MS: '50',
-    LEASE_MS: '2000',
-    SWEEP_INTERVAL_MS: '500',
-    WORKER_CONCURRENCY: '16',
-    SHUTDOWN_GRACE_MS: '3000',
-    DB_CONNECT_TIMEOUT_MS: '1000',
-  },
+  env: CHAOS_ENV,
 });
 const { http, workers, ports } = cluster;
 log(`nginx ${cluster.url} → http :${ports.join(', :')}; 2 workers; ${cluster.database.describe}`);

@@ -122,6 +122,20 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
   }
 }
 
+/**
+ * The settings of a cluster under fault injection: short leases and sweeps so a killed worker's tasks
+ * move on within seconds, quick connect timeouts so a dead Postgres is noticed.
+ */
+export const CHAOS_ENV = {
+  LOG_LEVEL: 'warn',
+  TASK_POLL_INTERVAL_MS: '50',
+  LEASE_MS: '2000',
+  SWEEP_INTERVAL_MS: '500',
+  WORKER_CONCURRENCY: '16',
+  SHUTDOWN_GRACE_MS: '3000',
+  DB_CONNECT_TIMEOUT_MS: '1000',
+} as const;
+
 /** A log line prefixed with the seconds since the test started. */
 export function timedLog(t0 = Date.now()): (msg: string) => void {
   return (msg) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(5)} s] ${msg}`);

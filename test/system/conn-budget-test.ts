@@ -18,7 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { createLogger } from '../../src/log.ts';
 import { migrateDatabase } from '../../src/migrate.ts';
-import { startCluster, timedLog } from './cluster.ts';
+import { CHAOS_ENV, startCluster, timedLog } from './cluster.ts';
 import { checkAllServing } from './lib/probes.ts';
 import { Workload } from './lib/workload.ts';
 
@@ -49,12 +49,8 @@ const cluster = await startCluster({
     MIGRATE_ON_START: 'false',
     DB_POOL_MAX: String(DB_POOL_MAX),
     QUEUE_POOL_MAX: String(QUEUE_POOL_MAX),
-    LOG_LEVEL: 'warn',
-    TASK_POLL_INTERVAL_MS: '50',
+    ...CHAOS_ENV,
     LEASE_MS: '3000',
-    SWEEP_INTERVAL_MS: '500',
-    WORKER_CONCURRENCY: '16',
-    SHUTDOWN_GRACE_MS: '3000',
     DB_CONNECT_TIMEOUT_MS: '2000',
   },
   // The owner migrates and grants; the processes run as a role that owns nothing.

@@ -10,7 +10,7 @@
  *   node --import tsx test/system/conn-killer-test.ts [kills]
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startCluster, timedLog } from './cluster.ts';
+import { CHAOS_ENV, startCluster, timedLog } from './cluster.ts';
 import { checkAllServing } from './lib/probes.ts';
 import { Workload } from './lib/workload.ts';
 
@@ -21,15 +21,7 @@ const log = timedLog();
 const cluster = await startCluster({
   name: 'killer',
   pooler: 'none',
-  env: {
-    LOG_LEVEL: 'warn',
-    TASK_POLL_INTERVAL_MS: '50',
-    LEASE_MS: '2000',
-    SWEEP_INTERVAL_MS: '500',
-    WORKER_CONCURRENCY: '16',
-    SHUTDOWN_GRACE_MS: '3000',
-    DB_CONNECT_TIMEOUT_MS: '1000',
-  },
+  env: CHAOS_ENV,
 });
 log(`nginx ${cluster.url} → http :${cluster.ports.join(', :')}; 2 workers; killing ${KILLS} backends`);
 
