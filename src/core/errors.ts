@@ -40,6 +40,20 @@ export abstract class DomainError extends Error {
   abstract toProtocolError(): ProtocolError;
 }
 
+/**
+ * What a request's handler threw after the request was aborted (the client went away or cancelled it,
+ * or the server is shutting down): not a server error, so neither logged as one nor counted as one.
+ */
+export class RequestAbortedError extends DomainError {
+  override readonly name = 'RequestAbortedError';
+  constructor(readonly reason: string) {
+    super(`Request aborted: ${reason}`);
+  }
+  toProtocolError(): ProtocolError {
+    return new ProtocolError(ProtocolErrorCode.InternalError, 'Request cancelled');
+  }
+}
+
 /** Application-defined (outside JSON-RPC's reserved range): a client polling faster than pollIntervalMs. */
 export const RATE_LIMITED_CODE = -31429;
 

@@ -28,7 +28,7 @@ export class Metrics {
 
   readonly requests = new Counter({
     name: `${PREFIX}requests_total`,
-    help: 'MCP requests answered, by method and outcome ("ok" or the JSON-RPC error code).',
+    help: 'MCP requests answered, by method and outcome ("ok", "aborted" when the client left or cancelled, or the JSON-RPC error code).',
     labelNames: ['method', 'outcome'] as const,
     registers: [this.registry],
   });

@@ -1,5 +1,5 @@
 import type { MethodHandler, MethodResult, RequestContext } from './context.ts';
-import { ProtocolError, ProtocolErrorCode, toProtocolError } from '../core/errors.ts';
+import { ProtocolError, ProtocolErrorCode, RequestAbortedError, toProtocolError } from '../core/errors.ts';
 import { completionComplete } from './methods/completion.ts';
 import { discover } from './methods/discover.ts';
 import { promptsGet, promptsList } from './methods/prompts.ts';
@@ -83,6 +83,13 @@ export function createDispatcher(deps: ServerDeps, extra: Record<string, MethodH
         const meta = (result._meta ?? {}) as Record<string, unknown>;
         return { ...result, _meta: { ...meta, [META_SERVER_INFO]: deps.serverInfo } };
       } catch (err) {
+        if (ctx.signal.aborted && !(err instanceof ProtocolError)) {
+          // The client left or cancelled (or the server stops): whatever the handler threw then is no fault.
+          const reason = ctx.signal.reason instanceof Error ? ctx.signal.reason.message : 'aborted';
+          outcome = 'aborted';
+          endSpan(span.span, { type: outcome, message: reason });
+          throw new RequestAbortedError(reason);
+        }
         const error = toProtocolError(err, () => {});
         outcome = String(error.code);
         span.span.setAttribute('rpc.response.status_code', outcome);

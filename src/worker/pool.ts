@@ -295,9 +295,10 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     watching = true;
     try {
       for (const state of await checkLeases(db, workerId, attemptsOf(only))) {
-        if (!state.held)
+        // A cancel that already ended the task (2025-11-25 cancels at once) is a cancel, not a lost lease.
+        if (state.cancelRequested) stop(state.taskId, new CancelRequestedError());
+        else if (!state.held)
           stop(state.taskId, new LeaseLostError(state.taskId, running.get(state.taskId)?.attempt ?? 0));
-        else if (state.cancelRequested) stop(state.taskId, new CancelRequestedError());
       }
     } catch (err) {
       log.warn('lease check failed', { error: coerceError(err).message });

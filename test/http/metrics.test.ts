@@ -1,9 +1,10 @@
 // GET /metrics: Prometheus text format from every process, parsed by a real parser; counters move with
 // real requests and tasks, store gauges come from Postgres, labels never carry a task id or a principal.
 import { describe, expect, it } from 'vitest';
-import { RawMcp } from '../helpers/mcp.ts';
+import { mcpHeaders, mcpRequest, RawMcp } from '../helpers/mcp.ts';
 import { sample, scrape, type Scrape } from '../helpers/prometheus.ts';
 import { startTestRuntime, useTestServer } from '../helpers/runtime.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const origin = (url: string) => new URL(url).origin;
 
@@ -93,6 +94,36 @@ describe('metrics of a process serving HTTP and running workers', () => {
     expect(sample(after, 'durable_mcp_task_input_wait_seconds', { tool: 'confirm_action' })).toBe(1);
     const sum = /^durable_mcp_task_input_wait_seconds_sum\{tool="confirm_action"\} (\S+)$/m.exec(after.text);
     expect(Number(sum?.[1])).toBeGreaterThanOrEqual(0.3);
+  });
+
+  it('counts a request whose client went away as aborted, not as a server error', async () => {
+    const before = await scrape(origin(server.rt.url));
+    const count = (s: Scrape, outcome: string) =>
+      sample(s, 'durable_mcp_requests_total', { method: 'tools/call', outcome }) ?? 0;
+    // Synchronous (no tasks extension declared): the handler runs in the request, 20 chunks of 200 ms.
+    const body = mcpRequest(
+      'tools/call',
+      { name: 'analyze_numbers', arguments: { count: 20, chunkSize: 1, delayMsPerChunk: 200 } },
+      { caps: {} },
+    );
+    const abort = new AbortController();
+    const call = fetch(server.rt.url, {
+      method: 'POST',
+      headers: mcpHeaders('tools/call', body.params),
+      body: JSON.stringify(body),
+      signal: abort.signal,
+    }).catch(() => undefined);
+    setTimeout(() => abort.abort(), 300);
+    await call;
+    const after = await waitFor(
+      async () => {
+        const s = await scrape(origin(server.rt.url));
+        return count(s, 'aborted') > count(before, 'aborted') && s;
+      },
+      { what: 'the aborted call counted', timeoutMs: 15_000 },
+    );
+    expect(count(after, 'aborted')).toBe(count(before, 'aborted') + 1);
+    expect(count(after, '-32603')).toBe(count(before, '-32603'));
   });
 
   it('counts a cancel that reaches a running handler', async () => {
