@@ -11,6 +11,7 @@ import { defineTool, type ToolDefinition } from '../../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startTestRuntime } from '../helpers/runtime.ts';
+import { initializeRequest, legacyHeaders, readReply, type RpcReply } from '../helpers/mcp.ts';
 import { readSse } from '../helpers/sse.ts';
 
 // A synchronous tool that needs the user: at 2025-11-25 the server asks the client itself, on the
@@ -47,37 +48,29 @@ afterAll(async () => {
   await tdb?.drop();
 });
 
-const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-
-async function post(url: string, body: object, headers: Record<string, string> = {}) {
+/** POSTs one message (with a 2025-11-25 request's headers, over `headers`) and reads the whole reply. */
+async function post(url: string, body: object, headers: Record<string, string> = {}): Promise<RpcReply> {
   const res = await fetch(url, {
     method: 'POST',
-    headers: { ...JSON_HEADERS, ...headers },
+    headers: { ...legacyHeaders(), ...headers },
     body: JSON.stringify(body),
   });
-  return { res, text: await res.text() };
+  return readReply(res);
 }
 
-/** The JSON-RPC messages of an SSE body (or the one JSON body). */
-function messages(text: string): Array<Record<string, any>> {
-  if (text.startsWith('{')) return [JSON.parse(text) as Record<string, any>];
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith('data: ') && l.length > 'data: '.length)
-    .map((l) => JSON.parse(l.slice(6)) as Record<string, any>);
-}
-
-async function initialize(url: string, protocolVersion = '2025-11-25', capabilities: object = {}) {
-  const { res, text } = await post(url, {
-    jsonrpc: '2.0',
-    id: 1,
-    method: 'initialize',
-    params: { protocolVersion, capabilities, clientInfo: { name: 'raw', version: '1' } },
-  });
-  expect(res.status).toBe(200);
-  const sessionId = res.headers.get('mcp-session-id');
+async function initialize(
+  url: string,
+  protocolVersion = '2025-11-25',
+  capabilities: Record<string, unknown> = {},
+) {
+  const reply = await post(
+    url,
+    initializeRequest({ id: 1, protocolVersion, capabilities, clientInfo: { name: 'raw', version: '1' } }),
+  );
+  expect(reply.status).toBe(200);
+  const sessionId = reply.headers.get('mcp-session-id');
   expect(sessionId).toMatch(/^[\x21-\x7E]{16,}$/);
-  return { sessionId: sessionId!, result: messages(text)[0]!.result as Record<string, any> };
+  return { sessionId: sessionId!, result: reply.body.result as Record<string, any> };
 }
 
 describe('the 2025-11-25 era on the same endpoint', () => {
@@ -122,36 +115,36 @@ describe('the 2025-11-25 era on the same endpoint', () => {
       protocolVersion: '2025-11-25',
       serverInfo: { name: 'durable-mcp-tasks' },
     });
-    const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
-    expect(
-      (await post(b.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers)).res.status,
-    ).toBe(202);
+    const headers = legacyHeaders({ sessionId });
+    expect((await post(b.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers)).status).toBe(
+      202,
+    );
     const listed = await post(b.url, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers);
-    expect(messages(listed.text).at(-1)!.result.tools.length).toBe(TOOLS.length);
+    expect(listed.messages.at(-1)!.result.tools.length).toBe(TOOLS.length);
     const deleted = await fetch(b.url, { method: 'DELETE', headers });
     expect(deleted.status).toBe(200);
     const after = await post(a.url, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, headers);
-    expect(after.res.status).toBe(404);
-    expect(JSON.parse(after.text)).toMatchObject({ error: { code: -32001 } });
+    expect(after.status).toBe(404);
+    expect(after.body).toMatchObject({ error: { code: -32001 } });
   });
 
   it('DELETE on either instance is a 404 on both at once, for sessions both have served', async () => {
     for (let i = 0; i < 10; i++) {
       const { sessionId } = await initialize(i % 2 === 0 ? a.url : b.url);
-      const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
+      const headers = legacyHeaders({ sessionId });
       const list = { jsonrpc: '2.0', id: 2, method: 'tools/list' };
       // Both instances hold it in memory now.
-      for (const url of [a.url, b.url]) expect((await post(url, list, headers)).res.status).toBe(200);
+      for (const url of [a.url, b.url]) expect((await post(url, list, headers)).status).toBe(200);
       const deleted = await fetch(i % 2 === 0 ? b.url : a.url, { method: 'DELETE', headers });
       expect(deleted.status).toBe(200);
       const after = await Promise.all([a.url, b.url].map((url) => post(url, list, headers)));
-      expect(after.map((r) => r.res.status)).toEqual([404, 404]);
+      expect(after.map((r) => r.status)).toEqual([404, 404]);
     }
   });
 
   it('answers requests that need no stream as JSON, writing nothing: no event logged, the session row untouched', async () => {
     const { sessionId } = await initialize(a.url);
-    const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
+    const headers = legacyHeaders({ sessionId });
     const rowVersion = async () =>
       (
         await tdb.db
@@ -168,9 +161,9 @@ describe('the 2025-11-25 era on the same endpoint', () => {
     ];
     for (const [i, request] of requests.entries()) {
       for (const url of [a.url, b.url]) {
-        const { res, text } = await post(url, { jsonrpc: '2.0', id: 10 + i, ...request }, headers);
-        expect(res.headers.get('content-type')).toContain('application/json');
-        expect(JSON.parse(text)).toMatchObject({ id: 10 + i, result: {} });
+        const reply = await post(url, { jsonrpc: '2.0', id: 10 + i, ...request }, headers);
+        expect(reply.headers.get('content-type')).toContain('application/json');
+        expect(reply.body).toMatchObject({ id: 10 + i, result: {} });
       }
     }
     expect(await rowVersion()).toBe(before);
@@ -184,12 +177,12 @@ describe('the 2025-11-25 era on the same endpoint', () => {
 
   it('a call still running after a second streams, primed and logged, and resumes on the other instance', async () => {
     const { sessionId } = await initialize(a.url);
-    const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
+    const headers = legacyHeaders({ sessionId });
     const abort = new AbortController();
     // Synchronous (no params.task): 3 chunks of 600 ms, in the HTTP process.
     const res = await fetch(a.url, {
       method: 'POST',
-      headers: { ...JSON_HEADERS, ...headers },
+      headers,
       body: JSON.stringify({
         jsonrpc: '2.0',
         id: 21,
@@ -219,8 +212,8 @@ describe('the 2025-11-25 era on the same endpoint', () => {
     const { sessionId } = await initialize(a.url, '2025-11-25', {
       extensions: { 'io.modelcontextprotocol/tasks': {} },
     });
-    const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
-    const { text } = await post(
+    const headers = legacyHeaders({ sessionId });
+    const called = await post(
       b.url,
       {
         jsonrpc: '2.0',
@@ -230,7 +223,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
       },
       headers,
     );
-    const reply = messages(text).at(-1)!;
+    const reply = called.body;
     expect(reply.result.task).toBeUndefined();
     expect(reply.result.taskId).toBeUndefined();
     expect(reply.result.content[0].text).toContain('Analyzed 1000 values');
@@ -238,10 +231,10 @@ describe('the 2025-11-25 era on the same endpoint', () => {
 
   it('the answer to a server request may land on the other instance', async () => {
     const { sessionId } = await initialize(a.url, '2025-11-25', { elicitation: {} });
-    const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
+    const headers = legacyHeaders({ sessionId });
     const res = await fetch(a.url, {
       method: 'POST',
-      headers: { ...JSON_HEADERS, ...headers },
+      headers,
       body: JSON.stringify({
         jsonrpc: '2.0',
         id: 7,
@@ -259,7 +252,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
       { jsonrpc: '2.0', id: request.id, result: { action: 'accept', content: { name: 'Grace' } } },
       headers,
     );
-    expect(answered.res.status).toBe(202);
+    expect(answered.status).toBe(202);
     expect(await next()).toMatchObject({
       id: 7,
       result: { content: [{ type: 'text', text: 'Hello, Grace' }] },
@@ -272,9 +265,9 @@ describe('the 2025-11-25 era on the same endpoint', () => {
     const listed = await post(
       a.url,
       { jsonrpc: '2.0', id: 2, method: 'tools/list' },
-      { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' },
+      legacyHeaders({ sessionId, protocolVersion: '2025-06-18' }),
     );
-    const tools = messages(listed.text).at(-1)!.result.tools as Array<Record<string, unknown>>;
+    const tools = listed.messages.at(-1)!.result.tools as Array<Record<string, unknown>>;
     expect(tools.every((t) => !('execution' in t))).toBe(true);
   });
 
@@ -284,19 +277,19 @@ describe('the 2025-11-25 era on the same endpoint', () => {
       { jsonrpc: '2.0', id: 1, method: 'tools/list' },
       { 'mcp-protocol-version': '2025-11-25' },
     );
-    expect(missing.res.status).toBe(400);
+    expect(missing.status).toBe(400);
     const unknown = await post(
       a.url,
       { jsonrpc: '2.0', id: 1, method: 'tools/list' },
       { 'mcp-session-id': 'nope' },
     );
-    expect(unknown.res.status).toBe(404);
+    expect(unknown.status).toBe(404);
     expect((await initialize(a.url, '2024-01-01')).result.protocolVersion).toBe('2025-11-25');
   });
 
   it("the session stream (GET, on the other instance) carries list changes, updates of subscribed resources and its tasks' status", async () => {
     const { sessionId } = await initialize(a.url, '2025-11-25', { elicitation: {} });
-    const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
+    const headers = legacyHeaders({ sessionId });
     await post(
       a.url,
       { jsonrpc: '2.0', id: 2, method: 'resources/subscribe', params: { uri: 'test://watched' } },
@@ -333,7 +326,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
         },
         headers,
       );
-      const taskId = messages(created.text).at(-1)!.result.task.taskId as string;
+      const taskId = created.messages.at(-1)!.result.task.taskId as string;
       for (;;) {
         const status = await waitFor('notifications/tasks/status');
         expect(status.params.taskId).toBe(taskId);
@@ -346,10 +339,10 @@ describe('the 2025-11-25 era on the same endpoint', () => {
 
   it('notifications/cancelled, sent to the other instance, stops a call waiting for the client', async () => {
     const { sessionId } = await initialize(a.url, '2025-11-25', { elicitation: {} });
-    const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
+    const headers = legacyHeaders({ sessionId });
     const res = await fetch(a.url, {
       method: 'POST',
-      headers: { ...JSON_HEADERS, ...headers },
+      headers,
       body: JSON.stringify({
         jsonrpc: '2.0',
         id: 9,
@@ -364,7 +357,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
       { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 9 } },
       headers,
     );
-    expect(sent.res.status).toBe(202);
+    expect(sent.status).toBe(202);
     expect(await stream.next(10_000)).toMatchObject({ id: 9, error: { code: -32603 } });
   });
 
@@ -377,10 +370,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
     try {
       const idle = await initialize(short.url);
       const busy = await initialize(short.url);
-      const headersOf = (sessionId: string) => ({
-        'mcp-session-id': sessionId,
-        'mcp-protocol-version': '2025-11-25',
-      });
+      const headersOf = (sessionId: string) => legacyHeaders({ sessionId });
       // The TTL is the property under test: the busy session is used every 200 ms for 2.5 TTLs.
       for (const until = Date.now() + 2_500; Date.now() < until;) {
         const ping = await post(
@@ -388,7 +378,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
           { jsonrpc: '2.0', id: 1, method: 'ping' },
           headersOf(busy.sessionId),
         );
-        expect(ping.res.status).toBe(200);
+        expect(ping.status).toBe(200);
         await new Promise((r) => setTimeout(r, 200));
       }
       const gone = await post(
@@ -396,7 +386,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
         { jsonrpc: '2.0', id: 1, method: 'ping' },
         headersOf(idle.sessionId),
       );
-      expect(gone.res.status).toBe(404);
+      expect(gone.status).toBe(404);
       expect((await short.workers!.maintain()).sessions).toBeGreaterThanOrEqual(1);
     } finally {
       await short.stop();
