@@ -5,7 +5,7 @@
  * (stateless). One session per connection, each connection one request at a time; then CONNECTIONS requests
  * in flight on one session. All three run at once and take turns in rounds (see ROUNDS).
  */
-import { readSse } from '../test/helpers/sse.ts';
+import { initializeRequest, legacyHeaders, readReply } from '../test/helpers/mcp.ts';
 import {
   CONNECTIONS,
   DURATION,
@@ -24,13 +24,11 @@ import { mcpUrl, server, worker } from './lib/processes.ts';
 const SESSION_VERSION = '2025-11-25';
 const SESSIONS = CONNECTIONS;
 
-/** The headers of a request of `sessionId`'s, as an SDK 1.x client sends them. */
-const sessionHeaders = (sessionId?: string): Record<string, string> => ({
-  'content-type': 'application/json',
-  accept: 'application/json, text/event-stream',
-  'mcp-protocol-version': SESSION_VERSION,
-  ...(sessionId === undefined ? {} : { 'mcp-session-id': sessionId }),
-});
+/** The headers of a request of `sessionId`'s, as an SDK 1.x client sends them (the version header even before a session). */
+const sessionHeaders = (sessionId?: string): Record<string, string> =>
+  sessionId === undefined
+    ? legacyHeaders({}, { 'mcp-protocol-version': SESSION_VERSION })
+    : legacyHeaders({ sessionId, protocolVersion: SESSION_VERSION });
 
 const rpc = (method: string, params: object, id: number | string = 1) =>
   JSON.stringify({ jsonrpc: '2.0', id, method, params });
@@ -55,39 +53,22 @@ const REQUESTS = [
   { label: 'ping', method: 'ping', params: {}, rev2026: undefined },
 ] as const;
 
-/** A response's JSON-RPC messages, whether it answered with JSON or with an SSE stream. */
-async function messagesOf(res: Response): Promise<{ messages: Array<Record<string, any>>; text: string }> {
-  if ((res.headers.get('content-type') ?? '').includes('text/event-stream')) {
-    const stream = readSse(res);
-    await stream.ended;
-    return { messages: stream.messages, text: JSON.stringify(stream.messages) };
-  }
-  const text = await res.text();
-  try {
-    return { messages: [JSON.parse(text) as Record<string, any>], text };
-  } catch {
-    return { messages: [], text };
-  }
-}
-
 /** POSTs one request and fails, saying what came back, unless it answered 2xx with a `result`. */
 async function expectResult(url: string, headers: Record<string, string>, body: string, what: string) {
   const res = await fetch(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000) });
-  const { messages, text } = await messagesOf(res);
-  const result = messages.find((m) => 'result' in m);
+  const reply = await readReply(res);
+  const result = reply.messages.find((m) => 'result' in m);
   if (!res.ok || result === undefined) {
-    throw new Error(`${what}: no result (HTTP ${res.status}): ${text.slice(0, 300)}`);
+    throw new Error(`${what}: no result (HTTP ${res.status}): ${reply.text.slice(0, 300)}`);
   }
   return { res, result: result.result as Record<string, unknown> };
 }
 
 /** initialize, then notifications/initialized: the session's id. */
 async function openSession(url: string, what: string): Promise<string> {
-  const init = rpc('initialize', {
-    protocolVersion: SESSION_VERSION,
-    capabilities: {},
-    clientInfo: { name: 'bench-sessions', version: '1.0.0' },
-  });
+  const init = JSON.stringify(
+    initializeRequest({ id: 1, clientInfo: { name: 'bench-sessions', version: '1.0.0' } }),
+  );
   const { res } = await expectResult(url, sessionHeaders(), init, `${what}: initialize`);
   const sessionId = res.headers.get('mcp-session-id');
   if (sessionId === null) throw new Error(`${what}: initialize answered without an Mcp-Session-Id`);
