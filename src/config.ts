@@ -184,7 +184,7 @@ const ConfigSchema = z.object({
     .min(16)
     .optional()
     .describe(
-      'Turns on the task dashboard at /dashboard on the HTTP instances; signing in takes this token. Unset: no dashboard (404).',
+      'Turns on the task dashboard at /dashboard on the HTTP instances; signing in takes this token (16 characters or more: a shorter one is refused at start). Unset: no dashboard (404).',
     ),
   METRICS_STORE_CACHE_MS: intFromEnv(5_000).describe(
     'The cluster-wide gauges (tasks by status, waiting runs) are read from Postgres at most once per this interval.',

@@ -364,7 +364,10 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         // Stop accepting first; requests in flight finish before the database goes away. Open
         // subscriptions are ended first, with their graceful result.
         cleanups.push(() => closeServer(s as unknown as ClosableServer, shutdown, config.SHUTDOWN_GRACE_MS));
-        log.info('listening', { url });
+        log.info('listening', {
+          url,
+          ...(config.DASHBOARD_TOKEN === undefined ? {} : { dashboard: new URL('/dashboard', url).href }),
+        });
       }
     }
     log.info('started', { role, tools: opts.tools.map((t) => t.name) });

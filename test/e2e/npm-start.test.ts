@@ -45,13 +45,20 @@ function postmasterPid(): number | undefined {
  */
 async function start(
   via: 'bin' | 'npm' = 'bin',
-): Promise<{ child: ChildProcess; url: string; exited: Promise<number | null> }> {
+  extraEnv: Record<string, string> = {},
+): Promise<{
+  child: ChildProcess;
+  url: string;
+  listening: Record<string, unknown>;
+  exited: Promise<number | null>;
+}> {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     PORT: '0',
     EMBEDDED_PG_DIR: dataDir,
     EMBEDDED_PG_PORT: pgPort,
     LOG_LEVEL: 'info',
+    ...extraEnv,
   };
   delete env.DATABASE_URL;
   const child =
@@ -65,19 +72,23 @@ async function start(
   children.push(child);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let log = '';
-  const url = await new Promise<string>((resolve, reject) => {
+  const listening = await new Promise<Record<string, unknown>>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no 'listening' line in time:\n${log}`)), 60_000);
     child.stderr.on('data', (chunk: Buffer) => {
       log += chunk.toString();
-      const m = /"msg":"listening","url":"([^"]+)"/.exec(log);
-      if (m) {
+      // Whole lines only: the last piece may still be arriving.
+      const line = log
+        .split('\n')
+        .slice(0, -1)
+        .find((l) => l.includes('"msg":"listening"'));
+      if (line !== undefined) {
         clearTimeout(timer);
-        resolve(m[1]!);
+        resolve(JSON.parse(line) as Record<string, unknown>);
       }
     });
     child.once('exit', (code) => reject(new Error(`exited with ${code}:\n${log}`)));
   });
-  return { child, url, exited };
+  return { child, url: String(listening.url), listening, exited };
 }
 
 describe('start with no DATABASE_URL', () => {
@@ -107,7 +118,10 @@ describe('start with no DATABASE_URL', () => {
     await waitFor(() => !alive(orphan), { timeoutMs: 20_000, what: 'the orphaned Postgres to stop' });
 
     // Through npm itself: npm forwards SIGTERM, and the script execs node, so the server drains and exits.
-    const third = await start('npm');
+    // With a dashboard on, the start log says where it is.
+    const third = await start('npm', { DASHBOARD_TOKEN: 'a-dashboard-token-for-tests' });
+    expect(third.listening.dashboard).toBe(new URL('/dashboard', third.url).href);
+    expect(first.listening.dashboard).toBeUndefined();
     const last = new RawMcp(third.url);
     await last.result('tasks/update', {
       taskId: waiting.taskId,
