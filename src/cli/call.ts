@@ -90,7 +90,9 @@ class Client {
     const body = await res.text();
     if (res.status === 401 || res.status === 403) {
       throw new CallError(
-        `${this.opts.url} answered ${res.status}: pass a bearer token with --token or MCP_TOKEN`,
+        this.opts.token === undefined
+          ? `${this.opts.url} answered ${res.status}: pass a bearer token with --token or MCP_TOKEN`
+          : `${this.opts.url} answered ${res.status}: it refused the token given (--token or MCP_TOKEN)`,
         EXIT.usage,
       );
     }

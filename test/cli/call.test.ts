@@ -105,7 +105,19 @@ describe('call, with bearer auth', () => {
   it('asks for a token when the server wants one, and uses --token or MCP_TOKEN', async () => {
     const none = await call(['echo', '--arg', 'text=x', '--url', server.rt.url]);
     expect(none.code).toBe(2);
-    expect(none.stderr).toContain('--token or MCP_TOKEN');
+    expect(none.stderr).toContain('pass a bearer token with --token or MCP_TOKEN');
+    const wrong = await call([
+      'echo',
+      '--arg',
+      'text=x',
+      '--token',
+      'not-the-secret',
+      '--url',
+      server.rt.url,
+    ]);
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr.trim().split('\n')).toHaveLength(1);
+    expect(wrong.stderr).toContain('refused the token given');
     const flag = await call(['echo', '--arg', 'text=x', '--token', 'cli-secret', '--url', server.rt.url]);
     expect(flag.stdout).toBe('x\n');
     const env = await call(['echo', '--arg', 'text=y', '--url', server.rt.url], {
