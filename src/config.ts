@@ -8,6 +8,25 @@ const boolFromEnv = (def: boolean) =>
     .transform((v) => v === 'true' || v === '1');
 
 /** Every setting the server and the worker pool read from the environment, with its default. */
+/** A libpq connection URI, checked here so that a typo is one clear line, not a DNS error at connect. */
+const postgresUrl = z
+  .string()
+  .min(1)
+  .refine((value) => {
+    try {
+      return ['postgres:', 'postgresql:', 'socket:'].includes(new URL(value).protocol);
+    } catch {
+      return false;
+    }
+  }, 'not a Postgres URL: postgres://user:password@host:5432/database');
+
+/** `value` if it is a Postgres URL; otherwise the one-line error a user sees, naming `setting`. */
+export function checkPostgresUrl(setting: string, value: string): string {
+  const checked = postgresUrl.safeParse(value);
+  if (!checked.success) throw new Error(`${setting}: ${checked.error.issues[0]?.message ?? 'invalid'}`);
+  return checked.data;
+}
+
 const ConfigSchema = z.object({
   HOST: z
     .string()
@@ -15,14 +34,10 @@ const ConfigSchema = z.object({
     .default('127.0.0.1')
     .describe('Address the HTTP server binds (a non-loopback address needs AUTH_MODE bearer or oauth).'),
   PORT: intFromEnv(3000).describe('HTTP port (0: any free port).'),
-  DATABASE_URL: z
-    .string()
-    .min(1)
+  DATABASE_URL: postgresUrl
     .optional()
     .describe('Postgres connection string. Unset: an embedded Postgres is started under EMBEDDED_PG_DIR.'),
-  DATABASE_DIRECT_URL: z
-    .string()
-    .min(1)
+  DATABASE_DIRECT_URL: postgresUrl
     .optional()
     .describe(
       'A direct (unpooled) connection to the same database, for what a transaction-mode pooler such as PgBouncer cannot carry: the LISTEN connection and migrations. Default: DATABASE_URL.',
@@ -249,7 +264,9 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   const set = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = ConfigSchema.safeParse(set);
   if (!parsed.success) {
-    throw new Error(`Invalid configuration:\n${z.prettifyError(parsed.error)}`);
+    // One line a user can act on: each setting that is wrong, and why.
+    const issues = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new Error(`Invalid configuration: ${issues.join('; ')}`);
   }
   return Object.freeze(parsed.data);
 }

@@ -159,11 +159,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     if (config.METRICS_PORT !== undefined) {
       const probes = operationalRoutes(operational);
       const host = config.METRICS_HOST ?? config.HOST;
-      const listening = await new Promise<{ server: ServerType; port: number }>((resolve) => {
-        const s = serve({ fetch: probes.fetch, hostname: host, port: config.METRICS_PORT }, (info) =>
-          resolve({ server: s, port: info.port }),
-        );
-      });
+      const listening = await listen(probes.fetch, host, config.METRICS_PORT, 'METRICS_PORT');
       metricsUrl = `http://${host.includes(':') ? `[${host}]` : host}:${listening.port}`;
       cleanups.push(
         () =>
@@ -347,14 +343,15 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       app = buildApp(config.PORT);
       if (opts.listen ?? true) {
         let current = app;
-        const listening = await new Promise<{ server: ServerType; port: number }>((resolve) => {
-          const s = serve(
-            { fetch: (req) => current.fetch(req), hostname: config.HOST, port: config.PORT },
-            (info) => resolve({ server: s, port: info.port }),
-          );
-          // Before any connection: an oversized request's 413 must reach a client still sending the body.
-          guardNodeServer(s, { maxBodyBytes: config.MAX_BODY_BYTES });
-        });
+        const listening = await listen(
+          (req) => current.fetch(req),
+          config.HOST,
+          config.PORT,
+          'PORT (or --port)',
+          (s) =>
+            // Before any connection: an oversized request's 413 must reach a client still sending the body.
+            guardNodeServer(s, { maxBodyBytes: config.MAX_BODY_BYTES }),
+        );
         // The public URL (OAuth metadata) names the port actually bound, e.g. with PORT=0.
         if (listening.port !== config.PORT) app = current = buildApp(listening.port);
         server = listening.server;
@@ -376,6 +373,33 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     await stop();
     throw err;
   }
+}
+
+/**
+ * Binds an HTTP server; a port that cannot be bound (taken, or not allowed) is one clear error naming the
+ * setting, not an unhandled 'error' event.
+ */
+function listen(
+  fetch: (req: Request) => Response | Promise<Response>,
+  hostname: string,
+  port: number,
+  setting: string,
+  prepare?: (server: ServerType) => void,
+): Promise<{ server: ServerType; port: number }> {
+  return new Promise((resolve, reject) => {
+    const server = serve({ fetch, hostname, port }, (info) => {
+      server.off('error', refused);
+      resolve({ server, port: info.port });
+    });
+    const refused = (err: NodeJS.ErrnoException) => {
+      server.close();
+      const why =
+        err.code === 'EADDRINUSE' ? 'is already in use' : `cannot be bound (${err.code ?? err.message})`;
+      reject(new Error(`${hostname}:${port} ${why}: choose another with ${setting}`));
+    };
+    server.once('error', refused);
+    prepare?.(server);
+  });
 }
 
 interface ClosableServer {

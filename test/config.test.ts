@@ -18,5 +18,10 @@ describe('loadConfig', () => {
   it('rejects invalid settings with a readable message', () => {
     expect(() => loadConfig({ PORT: 'eighty' })).toThrow(/Invalid configuration[\s\S]*PORT/);
     expect(() => loadConfig({ REQUEST_STATE_SECRET: 'short' })).toThrow(/REQUEST_STATE_SECRET/);
+    expect(() => loadConfig({ DATABASE_URL: 'not-a-url' })).toThrow(/DATABASE_URL[\s\S]*not a Postgres URL/);
+    expect(() => loadConfig({ DATABASE_DIRECT_URL: 'mysql://x/y' })).toThrow(/DATABASE_DIRECT_URL/);
+    expect(loadConfig({ DATABASE_URL: 'postgresql://u@db.example:5432/app' }).DATABASE_URL).toBe(
+      'postgresql://u@db.example:5432/app',
+    );
   });
 });

@@ -1,6 +1,7 @@
 // `durable-mcp-tasks tasks list|show|cancel|purge`: the operator's view of every principal's tasks, straight
 // from Postgres (DATABASE_URL). Tables for people, --json for scripts.
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { checkPostgresUrl } from '../config.ts';
 import { createDb, type Db } from '../db/database.ts';
 import { TaskNotFoundError } from '../tasks/errors.ts';
 import { TASK_STATUSES } from '../tasks/status.ts';
@@ -52,7 +53,11 @@ async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
   if (url === undefined || url === '') {
     throw new Error('tasks needs DATABASE_URL: the Postgres the server and workers use');
   }
-  const { db } = createDb({ connectionString: url, max: 2, applicationName: 'durable-mcp-tasks:cli' });
+  const { db } = createDb({
+    connectionString: checkPostgresUrl('DATABASE_URL', url),
+    max: 2,
+    applicationName: 'durable-mcp-tasks:cli',
+  });
   try {
     return await fn(db);
   } finally {
