@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { coerceError } from '../log.ts';
 import type { PromptDefinition } from '../prompts/define.ts';
 import type { ResourceDefinition, ResourceTemplateDefinition } from '../resources/define.ts';
 import type { ToolDefinition } from '../tools/define.ts';
@@ -23,7 +24,7 @@ export async function loadToolsModule(file: string, cwd = process.cwd()): Promis
   const abs = path.resolve(cwd, file);
   if (!existsSync(abs)) throw new Error(`--tools: ${abs} does not exist`);
   const url = pathToFileURL(abs).href;
-  let mod: Record<string, unknown>;
+  let load: () => Promise<unknown> = () => import(url);
   if (TS.test(abs) && !process.features.typescript && !tsxLoaded()) {
     let tsImport: ((specifier: string, parent: string) => Promise<unknown>) | undefined;
     try {
@@ -34,11 +35,35 @@ export async function loadToolsModule(file: string, cwd = process.cwd()): Promis
           'use Node >= 22.18, run with --experimental-strip-types, install tsx, or compile the module to .js',
       );
     }
-    mod = (await tsImport!(url, import.meta.url)) as Record<string, unknown>;
-  } else {
-    mod = (await import(url)) as Record<string, unknown>;
+    load = () => tsImport!(url, import.meta.url);
   }
+  const mod = (await load().catch((err: unknown) => {
+    throw loadError(err, abs, file);
+  })) as Record<string, unknown>;
   return toolsFrom(mod, file);
+}
+
+/**
+ * What went wrong loading a tools module, in one line: ESM syntax in a module Node loads as CommonJS
+ * (a project without `"type": "module"`), or what the module threw, with the line of the module it
+ * came from.
+ */
+function loadError(err: unknown, abs: string, file: string): Error {
+  const error = coerceError(err);
+  if (/Cannot use import statement outside a module|Unexpected token 'export'/.test(error.message)) {
+    return new Error(
+      `--tools ${file}: Node loads it as CommonJS, but it is an ES module: add "type": "module" to ` +
+        'its package.json (npm pkg set type=module), or name it .mts',
+      { cause: err },
+    );
+  }
+  const href = pathToFileURL(abs).href;
+  const frame = (error.stack ?? '')
+    .split('\n')
+    .map((line) => /(?:\(|at )(\S+?):(\d+):\d+\)?$/.exec(line.trim()))
+    .find((m) => m !== null && (m[1] === abs || m[1] === href));
+  const where = frame === undefined || frame === null ? '' : ` (${file}:${frame[2]})`;
+  return new Error(`--tools ${file} failed to load: ${error.message}${where}`, { cause: err });
 }
 
 /** Whether tsx's loader is already registered (e.g. `node --import tsx`), which handles `.ts` itself. */

@@ -1,6 +1,8 @@
 // A user's mistake gets one clear line from the CLI, never a stack: a port already taken, a reader that
 // goes away (`| head`), a DATABASE_URL that is no URL.
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { useTestServer } from '../helpers/runtime.ts';
@@ -60,6 +62,29 @@ describe('the CLI, given a mistake', () => {
       expect(run.stdout).toHaveLength(100);
       expect(run.stderr).toBe('');
       expect(run.code).toBe(0);
+    },
+  );
+
+  it(
+    'a tools module that throws as it loads: one line with its file and line',
+    { timeout: 60_000 },
+    async () => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'tools-'));
+      try {
+        writeFileSync(
+          path.join(dir, 'bad.ts'),
+          "export const tools = [];\n\nthrow new Error('boom at import');\n",
+        );
+        const run = await sh(`${CLI} start --tools ${path.join(dir, 'bad.ts')}`, {
+          DATABASE_URL: server.tdb.url,
+        });
+        expect(run.code).toBe(1);
+        expect(lines(run.stderr)).toEqual([
+          `durable-mcp-tasks: --tools ${path.join(dir, 'bad.ts')} failed to load: boom at import (${path.join(dir, 'bad.ts')}:3)`,
+        ]);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     },
   );
 

@@ -7,7 +7,15 @@
  *   npm run test:package
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
@@ -220,6 +228,29 @@ try {
   check(
     /DATABASE_URL/.test(help) && /WORKER_CONCURRENCY\s+default 32/.test(help),
     '`start --help` lists the environment with defaults',
+  );
+
+  // The same tools.ts in a project without "type": "module" (as `npm init -y` makes one): Node loads it
+  // as CommonJS and cannot; the bin says what to do in one line.
+  const commonjs = path.join(work, 'commonjs-app');
+  sh('mkdir', ['-p', commonjs], work);
+  writeFileSync(
+    path.join(commonjs, 'package.json'),
+    JSON.stringify({ name: 'commonjs-app', version: '1.0.0' }),
+  );
+  writeFileSync(path.join(commonjs, 'tools.ts'), TOOLS_TS);
+  symlinkSync(path.join(project, 'node_modules'), path.join(commonjs, 'node_modules'));
+  const untyped = spawnSync(
+    process.execPath,
+    ['node_modules/.bin/durable-mcp-tasks', 'start', '--tools', './tools.ts'],
+    { cwd: commonjs, env: cleanEnv(), encoding: 'utf8' },
+  );
+  check(
+    untyped.status === 1 &&
+      untyped.stderr.trim().split('\n').length === 1 &&
+      untyped.stderr.includes('add "type": "module"'),
+    'a tools.ts in a project without "type": "module": one line that says to add it',
+    untyped.stderr,
   );
 
   // An old Node: one clear line from the installed bin, not a stack trace.
