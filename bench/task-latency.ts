@@ -16,6 +16,7 @@ import { createLogger } from '../src/log.ts';
 import { startRuntime } from '../src/runtime.ts';
 import { defineTool, type ToolDefinition } from '../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../src/tools/shipped/index.ts';
+import { postMcp, TASKS_EXT } from '../test/helpers/mcp.ts';
 
 const N = Number(process.argv[2] ?? 200);
 const started = new Map<string, number>();
@@ -62,40 +63,18 @@ const rt = await startRuntime({
   tools: [...SHIPPED_TOOLS, noop, waiter] as ToolDefinition[],
 });
 const url = rt.url!;
-let seq = 0;
-
+/** One 2026-07-28 request (the tasks extension declared); its result, or a throw with its error. */
 async function call(
   method: string,
   params: Record<string, unknown>,
   name?: string,
 ): Promise<Record<string, any>> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      ...(name === undefined ? {} : { 'mcp-name': name }),
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: ++seq,
-      method,
-      params: {
-        ...params,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientCapabilities': {
-            extensions: { 'io.modelcontextprotocol/tasks': {} },
-          },
-        },
-      },
-    }),
+  const reply = await postMcp(url, method, params, {
+    caps: { extensions: { [TASKS_EXT]: {} } },
+    ...(name === undefined ? {} : { headers: { 'mcp-name': name } }),
   });
-  const json = (await res.json()) as { result?: Record<string, any>; error?: unknown };
-  if (json.result === undefined) throw new Error(JSON.stringify(json.error));
-  return json.result;
+  if (reply.body.result === undefined) throw new Error(JSON.stringify(reply.body.error));
+  return reply.body.result as Record<string, any>;
 }
 
 const until = async (pred: () => boolean) => {

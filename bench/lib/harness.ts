@@ -10,6 +10,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { createLogger } from '../../src/log.ts';
 import { migrateDatabase } from '../../src/migrate.ts';
+import { mcpHeaders, mcpRequest, TASKS_EXT } from '../../test/helpers/mcp.ts';
 import { freePort } from '../../test/helpers/ports.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -105,29 +106,15 @@ export async function startProc(
   };
 }
 
-export const MCP_HEADERS = (method: string, name?: string): Record<string, string> => ({
-  'content-type': 'application/json',
-  accept: 'application/json, text/event-stream',
-  'mcp-protocol-version': '2026-07-28',
-  'mcp-method': method,
-  ...(name === undefined ? {} : { 'mcp-name': name }),
-});
+/** The headers of a 2026-07-28 request (the shared client helper's), `Mcp-Name` given as is. */
+export const MCP_HEADERS = (method: string, name?: string): Record<string, string> =>
+  mcpHeaders(method, {}, name === undefined ? {} : { 'mcp-name': name });
 
-export const TASK_CAPS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+export const TASK_CAPS = { extensions: { [TASKS_EXT]: {} } };
 
+/** A 2026-07-28 request's body with its `_meta` envelope (the shared client helper's), id 1. */
 export function rpcBody(method: string, params: Record<string, unknown>, caps: object = TASK_CAPS): string {
-  return JSON.stringify({
-    jsonrpc: '2.0',
-    id: 1,
-    method,
-    params: {
-      ...params,
-      _meta: {
-        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-        'io.modelcontextprotocol/clientCapabilities': caps,
-      },
-    },
-  });
+  return JSON.stringify(mcpRequest(method, params, { id: 1, caps: caps as Record<string, unknown> }));
 }
 
 export interface LoadResult {
