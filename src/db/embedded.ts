@@ -12,6 +12,7 @@ import {
   chownSync,
   rmSync,
   statSync,
+  realpathSync,
 } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
@@ -160,6 +161,12 @@ function assertTraversable(dir: string): void {
   }
 }
 
+/** Whether two paths name the same directory (symbolic links resolved where they exist). */
+function samePath(a: string, b: string): boolean {
+  const real = (p: string) => (existsSync(p) ? realpathSync(p) : path.resolve(p));
+  return real(a) === real(b);
+}
+
 async function waitUntilReady(connectionString: string, postmasterAlive: () => boolean, timeoutMs = 60_000) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -281,20 +288,35 @@ export async function startEmbeddedPostgres({
     }
     rmSync(ownerFile, { force: true });
   };
+  let answering: string;
   try {
     await waitUntilReady(admin, () => !exited);
     const client = new pg.Client({ connectionString: admin });
-    client.on('error', () => {}); // a failure surfaces through the query below
+    client.on('error', () => {}); // a failure surfaces through the queries below
     await client.connect();
     try {
-      const exists = await client.query('select 1 from pg_database where datname = $1', [database]);
-      if (exists.rowCount === 0) await client.query(`create database "${database}"`);
+      answering = String(
+        (await client.query<{ data_directory: string }>('show data_directory')).rows[0]?.data_directory,
+      );
+      if (samePath(answering, dir)) {
+        const exists = await client.query('select 1 from pg_database where datname = $1', [database]);
+        if (exists.rowCount === 0) await client.query(`create database "${database}"`);
+      }
     } finally {
       await client.end();
     }
   } catch (err) {
     await stop();
     throw new Error(`embedded Postgres did not start; see ${logFile}`, { cause: err });
+  }
+  // Never adopt a cluster this process did not start (another project's embedded Postgres on the port
+  // has the same credentials): ours could not bind the port, and something else answered.
+  if (!samePath(answering, dir)) {
+    await stop();
+    throw new Error(
+      `127.0.0.1:${port} is taken by another Postgres (its data is in ${answering}): ` +
+        'set EMBEDDED_PG_PORT to a free port',
+    );
   }
   log.info('embedded postgres ready', { port, dataDir: dir, log: logFile });
   return { connectionString: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`, stop };

@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -95,6 +95,28 @@ describe('start with no DATABASE_URL', () => {
   it('serves tools on an embedded Postgres, keeps tasks across restarts, and shuts down cleanly', async () => {
     const first = await start();
     const mcp = new RawMcp(first.url);
+
+    // A second project's `start` on the same port must not adopt this one's Postgres: one line, exit 1.
+    const other = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start'], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        DATABASE_URL: '',
+        PORT: '0',
+        EMBEDDED_PG_DIR: path.join(dir, 'other-postgres'),
+        EMBEDDED_PG_PORT: pgPort,
+        LOG_LEVEL: 'error',
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    children.push(other);
+    let otherErr = '';
+    other.stderr.on('data', (d: Buffer) => (otherErr += d.toString()));
+    const otherCode = await new Promise<number | null>((resolve) => other.once('exit', resolve));
+    expect(otherCode).toBe(1);
+    expect(otherErr.trim().split('\n')).toEqual([
+      `durable-mcp-tasks: 127.0.0.1:${pgPort} is taken by another Postgres (its data is in ${realpathSync(dataDir)}): set EMBEDDED_PG_PORT to a free port`,
+    ]);
     const created = await mcp.callTool('analyze_numbers', { count: 20_000, chunkSize: 5000 });
     const done = await mcp.waitForTask(created.taskId);
     expect(done.result.structuredContent).toEqual(expectedAnalysis(20_000, 5000));
