@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { coerceError } from '../log.ts';
@@ -23,6 +23,7 @@ const TS = /\.(ts|mts|cts)$/;
 export async function loadToolsModule(file: string, cwd = process.cwd()): Promise<ToolsModule> {
   const abs = path.resolve(cwd, file);
   if (!existsSync(abs)) throw new Error(`--tools: ${abs} does not exist`);
+  assertModuleKind(abs, file);
   const url = pathToFileURL(abs).href;
   let load: () => Promise<unknown> = () => import(url);
   if (TS.test(abs) && !process.features.typescript && !tsxLoaded()) {
@@ -43,6 +44,33 @@ export async function loadToolsModule(file: string, cwd = process.cwd()): Promis
   return toolsFrom(mod, file);
 }
 
+const CJS_MESSAGE = (file: string) =>
+  `--tools ${file}: Node loads it as CommonJS, but it is an ES module: add "type": "module" to ` +
+  'its package.json (npm pkg set type=module), or name it .mts';
+
+/**
+ * Refuses, before Node tries (and prints a warning of its own), an ES module that its package says is
+ * CommonJS: `npm init -y` writes `"type": "commonjs"`.
+ */
+function assertModuleKind(abs: string, file: string): void {
+  if (!/\.(ts|js)$/.test(abs)) return;
+  for (let dir = path.dirname(abs); ; dir = path.dirname(dir)) {
+    const manifest = path.join(dir, 'package.json');
+    if (existsSync(manifest)) {
+      let type: unknown;
+      try {
+        type = (JSON.parse(readFileSync(manifest, 'utf8')) as { type?: unknown }).type;
+      } catch {
+        return;
+      }
+      const esm = /^\s*(import|export)\s/m.test(readFileSync(abs, 'utf8'));
+      if (type === 'commonjs' && esm) throw new Error(CJS_MESSAGE(file));
+      return;
+    }
+    if (path.dirname(dir) === dir) return;
+  }
+}
+
 /**
  * What went wrong loading a tools module, in one line: ESM syntax in a module Node loads as CommonJS
  * (a project without `"type": "module"`), or what the module threw, with the line of the module it
@@ -51,11 +79,7 @@ export async function loadToolsModule(file: string, cwd = process.cwd()): Promis
 function loadError(err: unknown, abs: string, file: string): Error {
   const error = coerceError(err);
   if (/Cannot use import statement outside a module|Unexpected token 'export'/.test(error.message)) {
-    return new Error(
-      `--tools ${file}: Node loads it as CommonJS, but it is an ES module: add "type": "module" to ` +
-        'its package.json (npm pkg set type=module), or name it .mts',
-      { cause: err },
-    );
+    return new Error(CJS_MESSAGE(file), { cause: err });
   }
   const href = pathToFileURL(abs).href;
   const frame = (error.stack ?? '')

@@ -230,26 +230,23 @@ try {
     '`start --help` lists the environment with defaults',
   );
 
-  // The same tools.ts in a project without "type": "module" (as `npm init -y` makes one): Node loads it
-  // as CommonJS and cannot; the bin says what to do in one line.
+  // The same tools.ts in a project made by `npm init -y`, which says "type": "commonjs": Node loads the
+  // module as CommonJS and cannot; the bin says what to do in one line.
   const commonjs = path.join(work, 'commonjs-app');
   sh('mkdir', ['-p', commonjs], work);
-  writeFileSync(
-    path.join(commonjs, 'package.json'),
-    JSON.stringify({ name: 'commonjs-app', version: '1.0.0' }),
-  );
+  sh('npm', ['init', '-y'], commonjs, cleanEnv());
   writeFileSync(path.join(commonjs, 'tools.ts'), TOOLS_TS);
   symlinkSync(path.join(project, 'node_modules'), path.join(commonjs, 'node_modules'));
   const untyped = spawnSync(
     process.execPath,
     ['node_modules/.bin/durable-mcp-tasks', 'start', '--tools', './tools.ts'],
-    { cwd: commonjs, env: cleanEnv(), encoding: 'utf8' },
+    { cwd: commonjs, env: cleanEnv(), encoding: 'utf8', timeout: 60_000, killSignal: 'SIGKILL' },
   );
   check(
     untyped.status === 1 &&
       untyped.stderr.trim().split('\n').length === 1 &&
       untyped.stderr.includes('add "type": "module"'),
-    'a tools.ts in a project without "type": "module": one line that says to add it',
+    'a tools.ts in a project made by npm init -y ("type": "commonjs"): one line that says what to do',
     untyped.stderr,
   );
 
