@@ -1,36 +1,17 @@
 // `durable-mcp-tasks call`: the CLI client against a real server, as a child process (plain output) and
 // under tmux (a real pseudo-terminal: the progress bar, the prompt, Ctrl-C).
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hashToken } from '../../src/http/auth/static-tokens.ts';
+import { CLI, ROOT, runCli, type Run } from '../helpers/cli.ts';
 import { useTestServer } from '../helpers/runtime.ts';
-
-const ROOT = path.resolve(import.meta.dirname, '../..');
-const CLI = [process.execPath, '--import', 'tsx', path.join(ROOT, 'src/cli/main.ts')];
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 /** Runs `call …` with stdin from `input` (closed at once when none), without a terminal. */
 function call(args: string[], opts: { input?: string; env?: Record<string, string> } = {}): Promise<Run> {
-  const [bin = 'node', ...pre] = CLI;
-  const child = spawn(bin, [...pre, 'call', ...args], {
-    cwd: ROOT,
-    env: { ...process.env, MCP_TOKEN: '', ...opts.env },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  child.stdin.end(opts.input ?? '');
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+  return runCli(['call', ...args], { ...opts, env: { MCP_TOKEN: '', ...opts.env } });
 }
 
 describe('call, without a terminal', () => {

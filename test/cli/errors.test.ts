@@ -1,31 +1,17 @@
 // A user's mistake gets one clear line from the CLI, never a stack: a port already taken, a reader that
 // goes away (`| head`), a DATABASE_URL that is no URL.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { CLI, run } from '../helpers/cli.ts';
 import { useTestServer } from '../helpers/runtime.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
-const CLI = `${JSON.stringify(process.execPath)} --import tsx src/cli/main.ts`;
+const CLI_LINE = CLI.map((part) => JSON.stringify(part)).join(' ');
 
-/** Runs a shell command line from the repository root (bash, with pipefail); its exit code and output. */
-function sh(
-  line: string,
-  env: Record<string, string> = {},
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn('bash', ['-o', 'pipefail', '-c', line], {
-    cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'error', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-}
+/** Runs a shell command line from the repository root (bash, with pipefail). */
+const sh = (line: string, env: Record<string, string> = {}) =>
+  run('bash', ['-o', 'pipefail', '-c', line], { env: { LOG_LEVEL: 'error', ...env } });
 
 const lines = (text: string) =>
   text
@@ -38,7 +24,7 @@ describe('the CLI, given a mistake', () => {
 
   it('a port already in use: one line naming it and the setting', { timeout: 60_000 }, async () => {
     const port = new URL(server.rt.url).port;
-    const run = await sh(`${CLI} server --port ${port}`, { DATABASE_URL: server.tdb.url });
+    const run = await sh(`${CLI_LINE} server --port ${port}`, { DATABASE_URL: server.tdb.url });
     expect(run.code).toBe(1);
     expect(lines(run.stderr)).toEqual([
       `durable-mcp-tasks: 127.0.0.1:${port} is already in use: choose another with PORT (or --port)`,
@@ -56,7 +42,7 @@ describe('the CLI, given a mistake', () => {
         .set({ status_message: 'm'.repeat(300_000) })
         .where('task_id', '=', task.taskId as string)
         .execute();
-      const run = await sh(`${CLI} tasks show --json ${task.taskId as string} | head -c 100`, {
+      const run = await sh(`${CLI_LINE} tasks show --json ${task.taskId as string} | head -c 100`, {
         DATABASE_URL: server.tdb.url,
       });
       expect(run.stdout).toHaveLength(100);
@@ -75,7 +61,7 @@ describe('the CLI, given a mistake', () => {
           path.join(dir, 'bad.ts'),
           "export const tools = [];\n\nthrow new Error('boom at import');\n",
         );
-        const run = await sh(`${CLI} start --tools ${path.join(dir, 'bad.ts')}`, {
+        const run = await sh(`${CLI_LINE} start --tools ${path.join(dir, 'bad.ts')}`, {
           DATABASE_URL: server.tdb.url,
         });
         expect(run.code).toBe(1);
@@ -89,7 +75,7 @@ describe('the CLI, given a mistake', () => {
   );
 
   it('a DATABASE_URL that is no Postgres URL: one line', { timeout: 60_000 }, async () => {
-    const run = await sh(`${CLI} tasks list`, { DATABASE_URL: 'not-a-url' });
+    const run = await sh(`${CLI_LINE} tasks list`, { DATABASE_URL: 'not-a-url' });
     expect(run.code).not.toBe(0);
     expect(lines(run.stderr)).toHaveLength(1);
     expect(run.stderr).toContain('DATABASE_URL: not a Postgres URL');

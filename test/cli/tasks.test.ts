@@ -1,34 +1,13 @@
 // `durable-mcp-tasks tasks list|show|cancel|purge`: the operator CLI as a child process against the
 // Postgres a real server and its workers use.
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import { runCli, type Run } from '../helpers/cli.ts';
 import { useTestServer } from '../helpers/runtime.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
-
-function cli(
-  args: string[],
-  databaseUrl: string | undefined,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const env = { ...process.env };
-  delete env.DATABASE_URL;
-  if (databaseUrl !== undefined) env.DATABASE_URL = databaseUrl;
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', path.join(ROOT, 'src/cli/main.ts'), 'tasks', ...args],
-    {
-      cwd: ROOT,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+/** Runs `tasks …` with DATABASE_URL set to `databaseUrl`, or unset. */
+function cli(args: string[], databaseUrl: string | undefined): Promise<Run> {
+  return runCli(['tasks', ...args], { env: { DATABASE_URL: databaseUrl } });
 }
 
 describe('the operator CLI', () => {
