@@ -18,23 +18,20 @@ export async function respond(req: Omit<SessionRequest, 'stream'>): Promise<Resp
   const stream = new SessionStream(era.sessions, session.sessionId, undefined, {
     primeWithRetryMs: era.retryMs ?? 3_000,
   });
-  const opening = (why: string) => (err: unknown) =>
+  const failed = (why: string) => (err: unknown) =>
     era.log.warn('session stream failed', { why, error: String(err) });
   const longCall = setTimeout(
-    () => void stream.open().catch(opening('long call')),
+    () => void stream.open().catch(failed('long call')),
     era.streamAfterMs ?? 1_000,
   );
   const final = answer({ ...req, stream });
   await Promise.race([stream.opened, final]);
-  if (!stream.isOpen) {
-    clearTimeout(longCall);
-    return c.json(await final, 200, headers);
-  }
   clearTimeout(longCall);
+  if (!stream.isOpen) return c.json(await final, 200, headers);
   const keepAlive = setInterval(() => stream.keepAlive(), era.keepAliveMs ?? 15_000);
   void final
     .then((message) => stream.send(message))
-    .catch(opening('answer'))
+    .catch(failed('answer'))
     .finally(() => {
       clearInterval(keepAlive);
       stream.close();
