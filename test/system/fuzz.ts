@@ -397,31 +397,22 @@ async function validWork(i: number): Promise<void> {
       );
       await settle(t.taskId, who, (d) => d.status === 'input_required');
       // Concurrent updates and cancels of one task: it ends either confirmed or cancelled, never anything else.
+      const update = () =>
+        valid(
+          request(
+            'tasks/update',
+            {
+              taskId: t.taskId,
+              inputResponses: {
+                confirm: { action: 'accept', content: { confirm: true, note: SECRET_ANSWER } },
+              },
+            },
+            who,
+          ),
+        );
       await Promise.all([
-        valid(
-          request(
-            'tasks/update',
-            {
-              taskId: t.taskId,
-              inputResponses: {
-                confirm: { action: 'accept', content: { confirm: true, note: SECRET_ANSWER } },
-              },
-            },
-            who,
-          ),
-        ),
-        valid(
-          request(
-            'tasks/update',
-            {
-              taskId: t.taskId,
-              inputResponses: {
-                confirm: { action: 'accept', content: { confirm: true, note: SECRET_ANSWER } },
-              },
-            },
-            who,
-          ),
-        ),
+        update(),
+        update(),
         ...(i % 8 === 1 ? [valid(request('tasks/cancel', { taskId: t.taskId }, who))] : []),
       ]);
       validTasks.push({
