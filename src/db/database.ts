@@ -5,6 +5,7 @@ import { nameStatements } from './prepared.ts';
 import type { ServerSecretsTable } from './server-secrets.table.ts';
 import type {
   SessionEventsTable,
+  SessionInputDeliveriesTable,
   SessionResponsesTable,
   SessionsTable,
   SessionSubscriptionsTable,
@@ -24,6 +25,7 @@ export interface Database {
   mcp_session_subscriptions: SessionSubscriptionsTable;
   mcp_session_events: SessionEventsTable;
   mcp_session_responses: SessionResponsesTable;
+  mcp_session_input_deliveries: SessionInputDeliveriesTable;
 }
 
 export type Db = Kysely<Database>;

@@ -11,6 +11,7 @@ export const APP_TABLES = [
   'mcp_session_subscriptions',
   'mcp_session_events',
   'mcp_session_responses',
+  'mcp_session_input_deliveries',
 ] as const;
 
 /**

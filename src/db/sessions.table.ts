@@ -37,3 +37,12 @@ export interface SessionResponsesTable {
   response: Json;
   created_at: Generated<Date>;
 }
+
+export interface SessionInputDeliveriesTable {
+  session_id: string;
+  task_id: string;
+  key: string;
+  /** The stream that sent the request (its claim ends with the stream). */
+  stream_id: string;
+  sent_at: Generated<Date>;
+}

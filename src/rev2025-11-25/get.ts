@@ -6,7 +6,9 @@ import type { Session } from './sessions/store.ts';
 import type { SessionEraOptions } from './options.ts';
 import { rpcError, SESSION_HEADER } from './wire.ts';
 import { SessionStream, SSE_HEADERS } from './sse.ts';
+import { deliverTaskInput } from './task-input.ts';
 import { taskOf } from './tasks.ts';
+import type { TaskView } from '../tasks/store/view.ts';
 
 /** The session a GET or DELETE names, or the response that refuses it (400 without, 404 unknown). */
 async function sessionOf(
@@ -120,26 +122,48 @@ function resume(o: SessionEraOptions, session: Session, streamId: string, after:
   });
 }
 
+/**
+ * The session's own stream: list changes, updates of subscribed resources, and for the tasks the session
+ * created, their status notifications and the input requests no other stream sent (see task-input.ts),
+ * those waiting when the stream opens included.
+ */
 function standalone(o: SessionEraOptions, session: Session): Response {
-  const stream = new SessionStream(
-    o.sessions,
-    session.sessionId,
-    `get-${randomBytes(9).toString('base64url')}`,
-  );
+  const streamId = `get-${randomBytes(9).toString('base64url')}`;
+  const stream = new SessionStream(o.sessions, session.sessionId, streamId);
+  const warn = (err: unknown) => o.log.warn('stream write failed', { error: String(err) });
   const send = (method: string, params?: object) =>
-    void stream
-      .send({ jsonrpc: '2.0', method, ...(params === undefined ? {} : { params }) })
-      .catch((err: unknown) => o.log.warn('stream write failed', { error: String(err) }));
+    void stream.send({ jsonrpc: '2.0', method, ...(params === undefined ? {} : { params }) }).catch(warn);
+  const hasTasks = session.protocolVersion === '2025-11-25';
+  const channel = { era: o, session, stream, streamId };
+  // One task at a time, in order: a status notification goes out before the requests it announces.
+  let taskUpdates = Promise.resolve();
+  const onTask = (read: () => Promise<TaskView[]>) => {
+    taskUpdates = taskUpdates
+      .then(async () => {
+        // Another principal's task, or one gone since: nothing to say.
+        const views = await read().catch(() => []);
+        for (const view of views) {
+          if (view.origin !== session.sessionId || stream.gone.signal.aborted) continue;
+          send('notifications/tasks/status', taskOf(view));
+          await deliverTaskInput(channel, view);
+        }
+      })
+      .catch(warn);
+  };
+  if (hasTasks) {
+    onTask(async () => {
+      const filter = { origin: session.sessionId, status: 'input_required' as const };
+      const { tasks } = await o.tasks.list(session.principal, filter);
+      // A page lists tasks without their input requests: each is read whole.
+      return Promise.all(tasks.map((t) => o.tasks.get(t.taskId, session.principal)));
+    });
+  }
   const offs = [
     o.feed?.on(CHANNELS.list, (kind) => send(`notifications/${kind}/list_changed`)) ?? (() => {}),
-    // notifications/tasks/status for the tasks this session created, whichever process changed them.
     o.feed?.on(CHANNELS.task, (taskId) => {
-      if (session.protocolVersion !== '2025-11-25') return;
-      void o.tasks
-        .get(taskId, session.principal)
-        .then((view) => view.origin === session.sessionId && send('notifications/tasks/status', taskOf(view)))
-        .catch(() => {});
+      if (hasTasks) onTask(async () => [await o.tasks.get(taskId, session.principal)]);
     }) ?? (() => {}),
+    () => void o.sessions.releaseDeliveries(streamId).catch(warn),
     o.feed?.on(CHANNELS.resource, (uri) => {
       void o.sessions
         .isSubscribed(session.sessionId, uri)

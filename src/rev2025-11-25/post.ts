@@ -4,6 +4,7 @@ import { PROTOCOL_VERSION, type ClientCapabilities, type JsonObject, type Reques
 import type { SessionEraOptions } from './options.ts';
 import { respond } from './respond.ts';
 import { SERVER_REQUEST_ID_PREFIX } from './server-requests.ts';
+import { answerTaskInput, parseTaskInputRequestId } from './task-input.ts';
 import { LEGACY_VERSIONS, legacyCapabilities, negotiateVersion } from './shapes.ts';
 import type { Session } from './sessions/store.ts';
 import { isRequestId, rpcError, SESSION_HEADER } from './wire.ts';
@@ -86,7 +87,10 @@ async function afterInitialize(
   if (message.method === undefined && id !== undefined && ('result' in message || 'error' in message)) {
     // The client's answer to a request the server sent it: whoever waits for it reads it. Only ids
     // the server issues are stored, so a client cannot fill the table with answers nobody awaits.
-    if (typeof id === 'string' && id.startsWith(SERVER_REQUEST_ID_PREFIX)) {
+    const taskInput = typeof id === 'string' ? parseTaskInputRequestId(id) : undefined;
+    if (taskInput !== undefined) {
+      await answerTaskInput(era, session, taskInput, message);
+    } else if (typeof id === 'string' && id.startsWith(SERVER_REQUEST_ID_PREFIX)) {
       await era.sessions.recordResponse(session.sessionId, id, message);
     }
     return c.body(null, 202);

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
 import { ListParamsSchema, TaskIdParamsSchema, type JsonObject } from '../core/wire.ts';
@@ -5,10 +6,8 @@ import { CHANNELS } from '../events/change-feed.ts';
 import { toWireTask, type TaskView } from '../tasks/store/view.ts';
 import { cancelTaskNow } from './cancel.ts';
 import type { SessionRequest } from './request.ts';
-import { ask } from './server-requests.ts';
 import { legacyTask, toLegacyResult } from './shapes.ts';
-
-export const RELATED_TASK = 'io.modelcontextprotocol/related-task';
+import { deliverTaskInput, RELATED_TASK } from './task-input.ts';
 
 /** A stored task as 2025-11-25 shapes it. */
 export const taskOf = (view: TaskView): JsonObject => legacyTask(toWireTask(view));
@@ -48,9 +47,9 @@ export async function tasksCancel({ era, session, params }: SessionRequest): Pro
 /**
  * tasks/result: blocks until the task ends, on whichever instance the client reached, woken by the
  * change feed (a poll at the task's interval is the backstop), then returns exactly what the call
- * would have returned, with the related-task `_meta`. While the task waits for input, its requests go
- * to the client on this stream (with the related task in their `_meta`), and the answers resume the
- * task on any worker, as `tasks/update` does in 2026-07-28.
+ * would have returned, with the related-task `_meta`. While the task waits for input, its requests that
+ * no other stream of the session sent go to the client on this one (see task-input.ts); their answers
+ * resume the task, and this wait sees it change.
  */
 export async function tasksResult(req: SessionRequest, signal: AbortSignal): Promise<JsonObject> {
   const { era, session, params, stream } = req;
@@ -66,6 +65,7 @@ export async function tasksResult(req: SessionRequest, signal: AbortSignal): Pro
   // One listener for the whole wait (a task may run for hours, polled every second).
   const onAbort = () => wake?.();
   signal.addEventListener('abort', onAbort, { once: true });
+  const streamId = `result-${randomBytes(9).toString('base64url')}`;
   try {
     for (;;) {
       changed = false;
@@ -78,9 +78,7 @@ export async function tasksResult(req: SessionRequest, signal: AbortSignal): Pro
             'The task needs input: call tasks/result with Accept: text/event-stream to receive its requests',
           );
         }
-        const to = { era, sessionId: session.sessionId, stream, signal, meta: related };
-        await era.tasks.answer(taskId, session.principal, await ask(to, view.inputRequests));
-        continue;
+        await deliverTaskInput({ era, session, stream, streamId }, view);
       }
       if (signal.aborted) throw new ProtocolError(ProtocolErrorCode.InternalError, 'Request cancelled');
       if (!changed) {
@@ -96,6 +94,7 @@ export async function tasksResult(req: SessionRequest, signal: AbortSignal): Pro
   } finally {
     off?.();
     signal.removeEventListener('abort', onAbort);
+    await era.sessions.releaseDeliveries(streamId).catch(() => {});
   }
 }
 

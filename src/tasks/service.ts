@@ -8,7 +8,7 @@ import { requestCancel } from './store/cancel.ts';
 import { insertClaimedTask, insertTask, insertTaskWith, type NewTask } from './store/create.ts';
 import type { ClaimedTask } from './store/lease.ts';
 import { answerInputRequests, type AnswerOutcome } from './store/input.ts';
-import { listTasks } from './store/list.ts';
+import { listTasks, type TaskListFilter } from './store/list.ts';
 import { getTaskView, getTaskViews, ownedTaskIds } from './store/read.ts';
 import type { TaskView } from './store/view.ts';
 
@@ -108,12 +108,9 @@ export class TaskService {
     });
   }
 
-  /** One page of the principal's tasks (made at `origin`, if given), newest first (2025-11-25 `tasks/list`). */
-  list(
-    principal: string,
-    { cursor, origin }: { cursor?: string | undefined; origin?: string | undefined } = {},
-  ): Promise<{ tasks: TaskView[]; nextCursor?: string }> {
-    return listTasks(this.#db, principal, { cursor, origin });
+  /** One page of the principal's tasks, newest first, narrowed by `filter` (2025-11-25 `tasks/list`). */
+  list(principal: string, filter: TaskListFilter = {}): Promise<{ tasks: TaskView[]; nextCursor?: string }> {
+    return listTasks(this.#db, principal, filter);
   }
 
   async cancel(taskId: string, principal: string): Promise<void> {

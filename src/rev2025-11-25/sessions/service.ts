@@ -5,6 +5,7 @@ import type { Database } from '../../db/database.ts';
 import type { ChangeFeed } from '../../events/change-feed.ts';
 import { SESSION_CHANNELS } from '../channels.ts';
 import { SessionCache } from './cache.ts';
+import { claimDeliveries, releaseDeliveries } from './deliveries.ts';
 import { appendEvent, eventsAfter, streamOf, type StreamEvent } from './events.ts';
 import { recordResponse, takeResponses } from './responses.ts';
 import {
@@ -149,6 +150,12 @@ export class SessionService {
   }
   takeResponses(sessionId: string, requestIds: readonly string[]): Promise<Map<string, JsonObject>> {
     return takeResponses(this.#db, sessionId, requestIds);
+  }
+  claimDeliveries(sessionId: string, taskId: string, keys: readonly string[], streamId: string) {
+    return claimDeliveries(this.#db, sessionId, taskId, keys, streamId);
+  }
+  releaseDeliveries(streamId: string): Promise<void> {
+    return releaseDeliveries(this.#db, streamId);
   }
 
   /** Sessions are served from memory only while NOTIFY can tell this instance to forget them. */

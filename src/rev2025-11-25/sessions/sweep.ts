@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
+import { purgeDeliveries } from './deliveries.ts';
 
 /**
  * Deletes, in one bounded batch, sessions that ended (DELETE) or sat idle past `idleTtlMs`, with their
@@ -57,7 +58,8 @@ export async function purgeSessionEvents(
     .deleteFrom('mcp_session_responses')
     .where('created_at', '<', sql<Date>`now() - make_interval(secs => ${retentionMs / 1000})`)
     .executeTakeFirst();
-  return rows.length + Number(stale.numDeletedRows);
+  const claims = await purgeDeliveries(db, retentionMs);
+  return rows.length + Number(stale.numDeletedRows) + claims;
 }
 
 /** The era's maintenance, run by every worker's sweeper once a minute at most. */

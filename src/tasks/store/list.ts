@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { ProtocolError, ProtocolErrorCode } from '../../core/errors.ts';
+import type { TaskStatus } from '../status.ts';
 import { TASK_VIEW_COLUMNS, toTaskView, type TaskView } from './view.ts';
 
 /** An opaque cursor: the last row's (created_at, task_id), newest first. */
@@ -26,18 +27,22 @@ function decodeCursor(cursor: string): [string, string] {
   throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Failed to list tasks: Invalid cursor');
 }
 
+/** Which of a principal's tasks a page lists: those made at `origin` (see TaskTraits), in `status`. */
+export interface TaskListFilter {
+  cursor?: string | undefined;
+  origin?: string | undefined;
+  status?: TaskStatus | undefined;
+  limit?: number;
+}
+
 /**
- * One page of a principal's tasks, newest first, by keyset (an index range, whatever the history); with
- * `origin`, only the tasks created there (see TaskTraits).
+ * One page of a principal's tasks, newest first, by keyset (an index range, whatever the history),
+ * narrowed by the filter.
  */
 export async function listTasks(
   db: Kysely<Database>,
   principal: string,
-  {
-    cursor,
-    origin,
-    limit = 50,
-  }: { cursor?: string | undefined; origin?: string | undefined; limit?: number },
+  { cursor, origin, status, limit = 50 }: TaskListFilter,
 ): Promise<{ tasks: TaskView[]; nextCursor?: string }> {
   let query = db
     .selectFrom('tasks')
@@ -47,6 +52,7 @@ export async function listTasks(
     .orderBy('task_id', 'desc')
     .limit(limit + 1);
   if (origin !== undefined) query = query.where('origin', '=', origin);
+  if (status !== undefined) query = query.where('status', '=', status);
   if (cursor !== undefined) {
     const [createdAt, taskId] = decodeCursor(cursor);
     query = query.where(sql<boolean>`(created_at, task_id) < (${createdAt}::timestamptz, ${taskId})`);
