@@ -20,6 +20,8 @@ export const LAYERS = {
   prompts: ['tools', 'core', 'log.ts'],
   worker: ['tasks', 'tools', 'queue', 'events', 'db', 'core', 'log.ts'],
   protocol: ['tasks', 'tools', 'resources', 'prompts', 'events', 'core', 'log.ts'],
+  // The client library (`durable-mcp-tasks/client`): the wire's names, nothing of the server.
+  client: ['core'],
   http: ['protocol', 'tasks', 'tools', 'events', 'core', 'log.ts', 'config.ts'],
   // The 2025-11-25 era: its transport, sessions and methods, over the 2026-07-28 handlers.
   'rev2025-11-25': ['protocol', 'tasks', 'tools', 'events', 'db', 'core', 'log.ts'],

@@ -1,17 +1,21 @@
 // `durable-mcp-tasks call`: the CLI client against a real server, as a child process (plain output) and
 // under tmux (a real pseudo-terminal: the progress bar, the prompt, Ctrl-C).
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { hashToken } from '../../src/http/auth/static-tokens.ts';
-import { CLI, ROOT, runCli, type Run } from '../helpers/cli.ts';
+import { CLI, runCli, type Run } from '../helpers/cli.ts';
 import { useTestServer } from '../helpers/runtime.ts';
+import { useTerminals, type TerminalWindow } from '../helpers/terminal.ts';
+
+/** This file's task records (never the user's own state folder). */
+const STATE_DIR = mkdtempSync(path.join(tmpdir(), 'cli-call-state-'));
 
 /** Runs `call …` with stdin from `input` (closed at once when none), without a terminal. */
 function call(args: string[], opts: { input?: string; env?: Record<string, string> } = {}): Promise<Run> {
-  return runCli(['call', ...args], { ...opts, env: { MCP_TOKEN: '', ...opts.env } });
+  const env = { MCP_TOKEN: '', DURABLE_MCP_TASKS_STATE_DIR: STATE_DIR, ...opts.env };
+  return runCli(['call', ...args], { ...opts, env });
 }
 
 describe('call, without a terminal', () => {
@@ -110,30 +114,11 @@ describe('call, with bearer auth', () => {
 
 describe('call, in a terminal (tmux)', () => {
   const server = useTestServer();
-  const socket = `cli-test-${process.pid}`;
-  const dir = mkdtempSync(path.join(tmpdir(), 'cli-tty-'));
-  const tmux = (...args: string[]) => execFileSync('tmux', ['-L', socket, ...args], { encoding: 'utf8' });
-  afterAll(() => {
-    try {
-      tmux('kill-server');
-    } catch {
-      // no session left
-    }
-  });
+  const terminals = useTerminals();
 
-  /** Starts `call …` in a new tmux window; its exit status lands in a file. */
-  function inTerminal(
-    name: string,
-    args: string[],
-  ): { screen: () => string; exitCode: () => string | undefined } {
-    const status = path.join(dir, `${name}.status`);
-    const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
-    const command = `${[...CLI, 'call', ...args, '--url', server.rt.url].map(quote).join(' ')}; echo $? > ${quote(status)}; sleep 60`;
-    tmux('new-session', '-d', '-s', name, '-x', '100', '-y', '20', '-c', ROOT, command);
-    return {
-      screen: () => tmux('capture-pane', '-p', '-t', name),
-      exitCode: () => (existsSync(status) ? readFileSync(status, 'utf8').trim() : undefined),
-    };
+  /** Starts `call …` in a new tmux window. */
+  function inTerminal(name: string, args: string[]): TerminalWindow {
+    return terminals.open(name, [...CLI, 'call', ...args, '--url', server.rt.url, '--state-dir', STATE_DIR]);
   }
 
   async function until<T>(
@@ -163,9 +148,9 @@ describe('call, in a terminal (tmux)', () => {
     const t = inTerminal('prompt', ['confirm_action', '--arg', 'action=ship it']);
     await until('the prompt', () => t.screen().includes('Confirm (y/n):'));
     expect(t.screen()).toContain('? Do you confirm this action: ship it?');
-    tmux('send-keys', '-t', 'prompt', 'maybe', 'Enter');
+    t.keys('maybe', 'Enter');
     await until('the re-ask', () => t.screen().includes('answer y or n'));
-    tmux('send-keys', '-t', 'prompt', 'y', 'Enter');
+    t.keys('y', 'Enter');
     expect(await until('exit', t.exitCode)).toBe('0');
     expect(t.screen()).toContain('confirmed: ship it');
   });
@@ -184,7 +169,7 @@ describe('call, in a terminal (tmux)', () => {
     expect(bar[0]).toBeDefined();
     // One line redrawn in place, not a line per update.
     expect(t.screen().match(/analyze_numbers/g)).toHaveLength(1);
-    tmux('send-keys', '-t', 'progress', 'C-c');
+    t.keys('C-c');
     expect(await until('exit', t.exitCode)).toBe('130');
     expect(t.screen()).toMatch(/cancelling task \S+…\ncancelled/);
     expect(await statusOf('analyze_numbers')).toEqual(['cancelled']);
@@ -193,7 +178,7 @@ describe('call, in a terminal (tmux)', () => {
   it('Ctrl-C at a prompt cancels the task waiting for the answer', async () => {
     const t = inTerminal('interrupt', ['confirm_action', '--arg', 'action=interrupted']);
     await until('the prompt', () => t.screen().includes('Confirm (y/n):'));
-    tmux('send-keys', '-t', 'interrupt', 'C-c');
+    t.keys('C-c');
     expect(await until('exit', t.exitCode)).toBe('130');
     const rows = await server.tdb.db
       .selectFrom('tasks')

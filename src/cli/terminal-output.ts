@@ -1,0 +1,74 @@
+// What `durable-mcp-tasks call` shows: a status line (a progress bar on a terminal), and the result.
+type Json = Record<string, unknown>;
+
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export interface Output {
+  status(line: string): void;
+  clear(): void;
+}
+
+const BAR_WIDTH = 24;
+
+/** A progress bar from a "k/n" in the status message, when there is one. */
+export function progressBar(message: string | undefined): string | undefined {
+  const m = /(\d+)\s*\/\s*(\d+)/.exec(message ?? '');
+  if (m === null) return undefined;
+  const [done, total] = [Number(m[1]), Number(m[2])];
+  if (total <= 0 || done > total) return undefined;
+  const filled = Math.round((done / total) * BAR_WIDTH);
+  return `[${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}] ${Math.round((done / total) * 100)}%`;
+}
+
+/** On a terminal one line redrawn in place on stderr; otherwise a plain line per change. */
+export function createOutput(tty: boolean, stream: NodeJS.WriteStream): Output {
+  if (!tty) {
+    let last = '';
+    return {
+      status(line) {
+        if (line === last) return;
+        last = line;
+        stream.write(`${line}\n`);
+      },
+      clear() {},
+    };
+  }
+  let shown = false;
+  return {
+    status(line) {
+      const width = Math.max(20, (stream.columns || 80) - 1);
+      stream.write(`\r\x1b[2K${line.length > width ? `${line.slice(0, width - 1)}…` : line}`);
+      shown = true;
+    },
+    clear() {
+      if (shown) stream.write('\r\x1b[2K');
+      shown = false;
+    },
+  };
+}
+
+export function describeStatus(
+  tool: string,
+  task: { status: string; statusMessage?: string },
+  started: number,
+  tty: boolean,
+): string {
+  const { status, statusMessage: message } = task;
+  const seconds = `${((Date.now() - started) / 1000).toFixed(1)}s`;
+  if (!tty) return `${status}${message === undefined ? '' : `: ${message}`}`;
+  const bar = status === 'working' ? progressBar(message) : undefined;
+  return [tool, bar, status === 'working' ? undefined : status, message, seconds]
+    .filter((p) => p !== undefined)
+    .join('  ');
+}
+
+/** The text of a CallToolResult's content, one block per line; other blocks as JSON. */
+export function resultText(result: Json): string {
+  const content = Array.isArray(result.content) ? result.content.filter(isObject) : [];
+  const lines = content.map((block) =>
+    block.type === 'text' && typeof block.text === 'string' ? block.text : JSON.stringify(block),
+  );
+  if (lines.length === 0 && result.structuredContent !== undefined)
+    lines.push(JSON.stringify(result.structuredContent));
+  return lines.join('\n');
+}
