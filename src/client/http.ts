@@ -45,7 +45,10 @@ export interface HttpOptions {
   /** Extra headers on every request. */
   headers?: Record<string, string> | undefined;
   clientInfo?: { name: string; version: string } | undefined;
-  /** The client's capabilities; the tasks extension is always declared. */
+  /**
+   * The client's capabilities; the tasks extension is always declared. Default: form elicitation, which
+   * a task's questions need (answered through `onInput`, now or on a later `resume`).
+   */
   capabilities?: JsonObject | undefined;
   fetch?: typeof fetch | undefined;
 }
@@ -161,7 +164,7 @@ export class McpHttp {
       ...(name === undefined ? {} : { 'mcp-name': name }),
       ...(this.#opts.token === undefined ? {} : { authorization: `Bearer ${this.#opts.token}` }),
     };
-    const capabilities = this.#opts.capabilities ?? {};
+    const capabilities = this.#opts.capabilities ?? { elicitation: { form: {} } };
     const meta = {
       [META_PROTOCOL_VERSION]: PROTOCOL_VERSION,
       [META_CLIENT_CAPABILITIES]: {

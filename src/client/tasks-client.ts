@@ -119,8 +119,11 @@ export class TasksClient {
         opts.onTask?.(record);
         return this.#follow(record, task, opts);
       }
-      if (answer.resultType !== 'input_required' || opts.onInput === undefined) {
+      if (answer.resultType !== 'input_required') {
         return { status: answer.isError === true ? 'failed' : 'completed', result: answer };
+      }
+      if (opts.onInput === undefined) {
+        throw new Error(`${name} asks for input before it starts: pass onInput to answer it`);
       }
       const requests = isObject(answer.inputRequests) ? answer.inputRequests : {};
       const inputResponses = await opts.onInput(requests as Record<string, InputRequest>, undefined);
