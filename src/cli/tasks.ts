@@ -1,8 +1,11 @@
 // `durable-mcp-tasks tasks list|show|cancel|purge`: the operator's view of every principal's tasks, straight
-// from Postgres (DATABASE_URL). Tables for people, --json for scripts.
+// from Postgres (DATABASE_URL, or this folder's embedded one). Tables for people, --json for scripts.
+import path from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { checkPostgresUrl } from '../config.ts';
+import { checkPostgresUrl, loadConfig } from '../config.ts';
 import { createDb, type Db } from '../db/database.ts';
+import { openEmbeddedPostgres, type RunningPostgres } from '../db/embedded.ts';
+import { createLogger } from '../log.ts';
 import { TaskNotFoundError } from '../tasks/errors.ts';
 import { TASK_STATUSES } from '../tasks/status.ts';
 import {
@@ -48,13 +51,31 @@ export function table(header: string[], rows: string[][]): string {
   return `${[line(header), ...rows.map(line)].join('\n')}\n`;
 }
 
-async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
+/**
+ * The database the server and workers use: DATABASE_URL, or when it is unset (as with `start`) this
+ * folder's embedded Postgres, which the command says on stderr.
+ */
+async function openDatabase(): Promise<RunningPostgres> {
   const url = process.env.DATABASE_URL;
-  if (url === undefined || url === '') {
-    throw new Error('tasks needs DATABASE_URL: the Postgres the server and workers use');
+  if (url !== undefined && url !== '') {
+    return { connectionString: checkPostgresUrl('DATABASE_URL', url), stop: async () => {} };
   }
+  const { EMBEDDED_PG_DIR: dataDir, EMBEDDED_PG_PORT: port } = loadConfig({
+    EMBEDDED_PG_DIR: process.env.EMBEDDED_PG_DIR,
+    EMBEDDED_PG_PORT: process.env.EMBEDDED_PG_PORT,
+  });
+  const embedded = await openEmbeddedPostgres({ dataDir, port, log: createLogger('warn') });
+  process.stderr.write(
+    `DATABASE_URL is unset: using the embedded Postgres in ${path.resolve(dataDir)}` +
+      `${embedded.started ? ' (started for this command)' : ''}\n`,
+  );
+  return embedded;
+}
+
+async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
+  const postgres = await openDatabase();
   const { db } = createDb({
-    connectionString: checkPostgresUrl('DATABASE_URL', url),
+    connectionString: postgres.connectionString,
     max: 2,
     applicationName: 'durable-mcp-tasks:cli',
   });
@@ -62,6 +83,7 @@ async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
     return await fn(db);
   } finally {
     await db.destroy();
+    await postgres.stop();
   }
 }
 

@@ -321,3 +321,46 @@ export async function startEmbeddedPostgres({
   log.info('embedded postgres ready', { port, dataDir: dir, log: logFile });
   return { connectionString: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`, stop };
 }
+
+/**
+ * The embedded Postgres of a data directory, for a command that reads the database (`tasks …`): the one
+ * running there (a `start` in this folder) when there is one, else started for this process. Never another
+ * cluster: the server's data directory is checked. `started` says which.
+ */
+export async function openEmbeddedPostgres(
+  opts: EmbeddedPostgresOptions,
+): Promise<RunningPostgres & { started: boolean }> {
+  const dir = path.resolve(opts.dataDir);
+  const database = opts.database ?? 'mcp_tasks';
+  if (!existsSync(path.join(dir, 'PG_VERSION'))) {
+    throw new Error(
+      `DATABASE_URL is unset and there is no embedded Postgres in ${dir}: run \`durable-mcp-tasks start\` ` +
+        'in this folder first, set EMBEDDED_PG_DIR, or set DATABASE_URL',
+    );
+  }
+  const pidFile = path.join(dir, 'postmaster.pid');
+  const lines = existsSync(pidFile) ? readFileSync(pidFile, 'utf8').split('\n') : [];
+  const pid = Number(lines[0]);
+  if (!(pid > 0 && alive(pid))) return { ...(await startEmbeddedPostgres(opts)), started: true };
+  // postmaster.pid's fourth line is the port the running server listens on.
+  const port = Number(lines[3]) || opts.port;
+  const admin = `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`;
+  const client = new pg.Client({ connectionString: admin });
+  client.on('error', () => {});
+  await client.connect();
+  try {
+    const answering = String(
+      (await client.query<{ data_directory: string }>('show data_directory')).rows[0]?.data_directory,
+    );
+    if (!samePath(answering, dir)) {
+      throw new Error(`127.0.0.1:${port} is another Postgres (its data is in ${answering}), not ${dir}`);
+    }
+  } finally {
+    await client.end();
+  }
+  return {
+    connectionString: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`,
+    stop: async () => {},
+    started: false,
+  };
+}

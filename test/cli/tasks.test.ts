@@ -1,12 +1,15 @@
 // `durable-mcp-tasks tasks list|show|cancel|purge`: the operator CLI as a child process against the
 // Postgres a real server and its workers use.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { runCli, type Run } from '../helpers/cli.ts';
 import { useTestServer } from '../helpers/runtime.ts';
 
-/** Runs `tasks …` with DATABASE_URL set to `databaseUrl`, or unset. */
-function cli(args: string[], databaseUrl: string | undefined): Promise<Run> {
+/** Runs `tasks …` with DATABASE_URL set to `databaseUrl`. */
+function cli(args: string[], databaseUrl: string): Promise<Run> {
   return runCli(['tasks', ...args], { env: { DATABASE_URL: databaseUrl } });
 }
 
@@ -87,9 +90,14 @@ describe('the operator CLI', () => {
   });
 
   it('explains what is missing or wrong', { timeout: 60_000 }, async () => {
-    const noDb = await cli(['list'], undefined);
+    // No DATABASE_URL and no embedded Postgres in this folder (npm-start.test.ts reads one that is there).
+    const empty = mkdtempSync(path.join(tmpdir(), 'no-embedded-'));
+    const noDb = await runCli(['tasks', 'list'], { env: { DATABASE_URL: '', EMBEDDED_PG_DIR: empty } });
     expect(noDb.code).toBe(1);
-    expect(noDb.stderr).toContain('tasks needs DATABASE_URL');
+    expect(noDb.stderr).toBe(
+      `durable-mcp-tasks: DATABASE_URL is unset and there is no embedded Postgres in ${empty}: ` +
+        'run `durable-mcp-tasks start` in this folder first, set EMBEDDED_PG_DIR, or set DATABASE_URL\n',
+    );
     const unknown = await cli(['show', 'no-such-task'], server.tdb.url);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('no task no-such-task');

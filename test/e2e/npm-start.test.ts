@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { alive } from '../../src/db/embedded.ts';
 import { expectedAnalysis } from '../helpers/analysis.ts';
+import { runCli } from '../helpers/cli.ts';
 import { RawMcp } from '../helpers/mcp.ts';
 import { freePort } from '../helpers/ports.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -123,12 +124,29 @@ describe('start with no DATABASE_URL', () => {
     const waiting = await mcp.callTool('confirm_action', { action: 'survive a restart' });
     await mcp.waitForTask(waiting.taskId, (t) => t.status === 'input_required');
 
+    // The operator CLI without DATABASE_URL reads this folder's embedded Postgres, and says so.
+    const embeddedEnv = { DATABASE_URL: '', EMBEDDED_PG_DIR: dataDir, EMBEDDED_PG_PORT: pgPort };
+    const listed = await runCli(['tasks', 'list', '--json'], { env: embeddedEnv });
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stderr).toBe(`DATABASE_URL is unset: using the embedded Postgres in ${dataDir}\n`);
+    const ids = (JSON.parse(listed.stdout) as Array<{ taskId: string }>).map((t) => t.taskId);
+    expect(ids.sort()).toEqual([created.taskId, waiting.taskId].sort());
+
     // Ctrl-C: the process exits 0 and takes its Postgres with it.
     const pgPid = postmasterPid()!;
     expect(alive(pgPid)).toBe(true);
     first.child.kill('SIGINT');
     expect(await first.exited).toBe(0);
     expect(alive(pgPid)).toBe(false);
+
+    // With the server down, the CLI starts the embedded Postgres for itself, and stops it after.
+    const shown = await runCli(['tasks', 'show', waiting.taskId], { env: embeddedEnv });
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stderr).toBe(
+      `DATABASE_URL is unset: using the embedded Postgres in ${dataDir} (started for this command)\n`,
+    );
+    expect(shown.stdout).toContain('input_required');
+    expect(postmasterPid()).toBeUndefined();
 
     // Killed outright, it cannot stop its Postgres: the watchdog beside Postgres does.
     const second = await start();
