@@ -18,6 +18,8 @@ export const LAYERS = {
   tools: ['events', 'core', 'log.ts'],
   resources: ['tools', 'core', 'log.ts'],
   prompts: ['tools', 'core', 'log.ts'],
+  // Worker threads for synchronous calls' handlers (they load the tools; the HTTP process does the rest).
+  threads: ['tools', 'core', 'log.ts'],
   worker: ['tasks', 'tools', 'queue', 'events', 'db', 'core', 'log.ts'],
   protocol: ['tasks', 'tools', 'resources', 'prompts', 'events', 'core', 'log.ts'],
   // The client library (`durable-mcp-tasks/client`): the wire's names, nothing of the server.
@@ -29,9 +31,9 @@ export const LAYERS = {
 
 /**
  * Folders of src/ that only the composition root may import: a protocol era the server can be built
- * without (delete the folder and its lines in runtime.ts, and the 2026-07-28 server still builds).
+ * without (delete the folder and its lines in src/process, and the 2026-07-28 server still builds).
  */
-export const ERAS = { 'rev2025-11-25': ['runtime.ts'] };
+export const ERAS = { 'rev2025-11-25': ['process'] };
 
 /** The top-level entry of src/ a file belongs to, or undefined outside src/. */
 function layerOf(file) {

@@ -2,28 +2,28 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
-import type { JobWithMetadata, PgBoss } from 'pg-boss';
+import type { PgBoss } from 'pg-boss';
 import type { Database } from '../db/database.ts';
 import { CHANNELS, type ChangeFeed } from '../events/change-feed.ts';
 import type { ServerEvents } from '../events/server-events.ts';
 import { coerceError, type Logger } from '../log.ts';
-import { RUN_QUEUE, RunJobSchema, type RunJob } from '../queue/boss.ts';
-import {
-  CancelRequestedError,
-  claimDeliveries,
-  runTaskLeg,
-  type ExecutorDeps,
-  type RunningAttempts,
-} from './executor.ts';
 import type { LocalStart, TaskQueue } from '../tasks/service.ts';
-import { checkLeases, LeaseLostError, renewLeases, type ClaimedTask } from '../tasks/store/lease.ts';
-import { HandoffSignal } from './task-runtime.ts';
+import { claimTasks, nextWaitingForKey } from '../tasks/store/claim.ts';
+import type { ClaimedTask } from '../tasks/store/lease.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { Metrics } from '../core/metrics.ts';
-import { createSweeper, type MaintenanceJob } from './sweeper.ts';
 import { coalesce } from '../core/coalesce.ts';
 import { finishAttempt, finishAttempts } from '../tasks/store/finish.ts';
 import { saveStep, saveSteps } from '../tasks/store/steps.ts';
+import { HandoffSignal } from './leg-signals.ts';
+import { runFetchLoop } from './fetch-loop.ts';
+import { nextDelayedRunMs } from '../queue/boss.ts';
+import { runTaskLeg, type LegDeps } from './leg.ts';
+import { MapItemCache } from './map-item.ts';
+import { startLeaseKeeper } from './lease-keeper.ts';
+import type { RunningAttempts } from './outcome.ts';
+import { Slots } from './slots.ts';
+import { createSweeper, type MaintenanceJob } from './sweeper.ts';
 
 export interface WorkerPoolOptions {
   db: Kysely<Database>;
@@ -37,6 +37,8 @@ export interface WorkerPoolOptions {
   metrics?: Metrics | undefined;
   log: Logger;
   concurrency?: number;
+  /** Slots kept for light principals' runs (fair share; see Slots.reserved). Default: an eighth. */
+  reservedSlots?: number | undefined;
   /** Backstop poll while idle, in case a wake-up was lost (and for delayed retries of other workers). */
   pollIntervalMs?: number;
   leaseMs?: number;
@@ -45,6 +47,8 @@ export interface WorkerPoolOptions {
   retryLimit?: number;
   retryDelaySeconds?: number;
   maxResultBytes?: number;
+  /** MAX_STEPS_PER_TASK: a task recording more steps fails. */
+  maxStepsPerTask?: number | undefined;
   sweepIntervalMs?: number;
   sweepBatchSize?: number;
   purgeGraceMs?: number;
@@ -52,6 +56,8 @@ export interface WorkerPoolOptions {
   maintenance?: readonly MaintenanceJob[] | undefined;
   /** How long stop() lets running steps finish before it aborts them and hands their tasks back. */
   shutdownGraceMs?: number;
+  /** A signal's delivery URL from its token (default: a path, `/signals/{token}`). */
+  signalUrl?: ((token: string) => string) | undefined;
 }
 
 export interface WorkerPool {
@@ -64,297 +70,124 @@ export interface WorkerPool {
   /**
    * A slot for a task this process is creating, to run here without the queue (see LocalStart):
    * only while the pool has a free slot and no queued runs are waiting (a new task must not overtake a
-   * backlog), and not while it stops.
+   * backlog), and not while it stops; a reserved slot only for a light principal's task (`rank`: how
+   * many active tasks the principal holds; see Slots.reserved).
    */
-  startHere(): LocalStart | undefined;
+  startHere(rank: number): LocalStart | undefined;
   /** Graceful: stop fetching, let running steps finish (up to the grace period), hand the rest back. */
   stop(): Promise<void>;
 }
 
 /**
- * The worker pool: fetches run jobs from pg-boss itself (up to `concurrency` at a time, at once when a
- * NOTIFY says a run was enqueued, otherwise on a slow backstop poll), runs task legs, watches running
- * attempts for cancel requests and lost leases, renews their leases, and sweeps expired tasks.
+ * The worker pool: takes runs from the queue into its slots (fetch-loop.ts), runs each as a task leg
+ * (leg.ts), keeps the running attempts' leases and stops those whose task was cancelled
+ * (lease-keeper.ts), and sweeps expired tasks (sweeper.ts).
  */
 export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPool> {
-  const {
-    db,
-    boss,
-    queue,
-    feed,
-    tools,
-    concurrency = 32,
-    pollIntervalMs = 5_000,
-    leaseMs = 15_000,
-    cancelCheckIntervalMs = 1_000,
-    statusThrottleMs = 250,
-    retryLimit = 2,
-    retryDelaySeconds = 1,
-    shutdownGraceMs = 10_000,
-  } = opts;
+  const { db, leaseMs = 15_000, shutdownGraceMs = 10_000 } = opts;
   const workerId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const log = opts.log.scope({ worker: workerId });
   const running: RunningAttempts = new Map();
-  let stopping = false;
-  const deps: ExecutorDeps = {
-    db,
-    tools,
-    queue,
-    workerId,
-    leaseMs,
-    statusThrottleMs,
-    retryLimit,
-    retryDelaySeconds,
-    maxResultBytes: opts.maxResultBytes,
-    running,
-    draining: () => stopping,
-    scheduleWake: (ms) => void setTimeout(() => notice(), ms).unref(),
-    events: opts.events,
-    metrics: opts.metrics,
-    // Concurrent legs' completions and checkpoints go to Postgres together: one statement and one
-    // commit for all that are waiting, instead of one each.
-    writes: {
-      finish: coalesce(
-        (finishes) => finishAttempts(db, finishes),
-        (f) => finishAttempt(db, f.taskId, f.attempt, f.outcome),
-      ),
-      saveStep: coalesce(
-        (steps) => saveSteps(db, steps),
-        (s) => saveStep(db, s.taskId, s.attempt, s.name, s.value),
-      ),
-    },
-    log,
-  };
+  const slots = new Slots(opts.concurrency ?? 32, opts.reservedSlots);
+  opts.metrics?.addWorkerSlots(() => slots.concurrency - slots.free);
+  const deps = legDepsOf(opts, { workerId, leaseMs, running, slots, log });
 
-  // Wake-ups: a NOTIFY for a new run, a freed slot while runs wait, or a timer.
-  let wake: () => void = () => {};
-  let pending = false;
-  const poke = () => {
-    pending = true;
-    wake();
-  };
-  /** Resolves true when the time ran out, false when poked. */
-  const idle = (ms: number) =>
-    new Promise<boolean>((resolve) => {
-      if (pending || stopping) return resolve(false);
-      const timer = setTimeout(() => resolve(true), ms);
-      wake = () => {
-        clearTimeout(timer);
-        resolve(false);
-      };
-    });
-
-  let active = 0;
-  /**
-   * Runs may be waiting in the queue. Cleared by a fetch that found fewer than it could take (unless a
-   * notice came while it ran), set by a NOTIFY, a resync, a scheduled retry or the backstop timer. A
-   * freed slot fetches only while it is set: without it, a worker would poll an empty queue after every
-   * task it ran.
-   */
-  let runsWaiting = true;
-  let notices = 0;
-  const notice = () => {
-    notices++;
-    runsWaiting = true;
-    poke();
-  };
-  const slotFreed = () => {
-    if (runsWaiting) poke();
-  };
-  const legs = new Set<Promise<void>>();
-  const track = (work: Promise<void>) => {
+  const legs = new Set<Promise<unknown>>();
+  const track = (work: Promise<unknown>) => {
     legs.add(work);
     void work.finally(() => legs.delete(work));
   };
   /**
-   * A fetched batch: its tasks claimed with one statement, its deliveries acknowledged with one (while
-   * the legs run), then one leg per delivery, each freeing its slot when it ends.
+   * Runs a leg (once `after` resolves) in a slot already taken, then each leg it hands on (a map's next
+   * item, or its woken parent); gives the slot back at the end.
    */
-  const runBatch = (jobs: JobWithMetadata<RunJob>[]) => {
-    active += jobs.length;
+  const runLeg = (
+    taskId: string,
+    claimed: ClaimedTask | undefined,
+    after: Promise<void> = Promise.resolve(),
+  ) =>
     track(
-      (async () => {
-        const valid: { job: JobWithMetadata<RunJob>; taskId: string }[] = [];
-        const invalid: string[] = [];
-        for (const job of jobs) {
-          const parsed = RunJobSchema.safeParse(job.data);
-          if (parsed.success) valid.push({ job, taskId: parsed.data.taskId });
-          else invalid.push(job.id);
-        }
-        const settle = async (ids: string[], err: unknown) => {
-          if (ids.length === 0) return;
-          // Infrastructure trouble (e.g. the database went away): pg-boss redelivers the jobs later.
-          log.warn('runs failed before they settled', { jobs: ids.length, error: coerceError(err).message });
-          await boss.fail(RUN_QUEUE, ids, { message: coerceError(err).message }).catch(() => {});
-        };
-        active -= invalid.length;
-        if (invalid.length > 0) slotFreed();
-        await settle(invalid, new Error('malformed run job'));
-        const jobIds = valid.map((v) => v.job.id);
-        let claims: Awaited<ReturnType<typeof claimDeliveries>>;
-        try {
-          claims = await claimDeliveries(
-            deps,
-            valid.map((v) => v.taskId),
-          );
-        } catch (err) {
-          active -= valid.length;
-          slotFreed();
-          await settle(jobIds, err);
-          return;
-        }
-        // If the acknowledgement fails, pg-boss redelivers after the job's expiry and the claim refuses it.
-        track(
-          boss.complete(RUN_QUEUE, jobIds).then(
-            () => undefined,
-            (err: unknown) =>
-              log.warn('acknowledging runs failed; their redelivery will find the tasks claimed', {
-                jobs: valid.length,
-                error: coerceError(err).message,
-              }),
-          ),
-        );
-        valid.forEach(({ taskId }, i) => runLeg(taskId, claims[i]));
-      })(),
-    );
-  };
-  /** Runs a leg (once `after` resolves) in a slot already counted in `active`; frees the slot at its end. */
-  const runLeg = (taskId: string, claimed: ClaimedTask | undefined, after?: Promise<void>) =>
-    track(
-      (after === undefined
-        ? runTaskLeg(deps, taskId, claimed)
-        : after.then(() => runTaskLeg(deps, taskId, claimed))
-      )
+      after
+        .then(async () => {
+          let next;
+          try {
+            next = await runTaskLeg(deps, taskId, claimed);
+          } finally {
+            if (claimed?.concurrencyKey !== undefined) await wakeNextForKey(claimed.concurrencyKey);
+          }
+          while (next !== undefined) next = await runTaskLeg(deps, next.taskId, next);
+        })
         .catch((err: unknown) =>
           log.warn('run failed before it settled', { taskId, error: coerceError(err).message }),
         )
-        .finally(() => {
-          active--;
-          slotFreed();
-        }),
+        .finally(() => slots.release()),
     );
-  const startHere = (): LocalStart | undefined => {
-    if (stopping || runsWaiting || active >= concurrency) return undefined;
-    active++;
+  /** A leg with a concurrency key ended: the oldest task waiting for its place gets a run. */
+  const wakeNextForKey = (key: string) =>
+    db
+      .transaction()
+      .execute(async (trx) => {
+        const waiting = await nextWaitingForKey(trx, key);
+        if (waiting !== undefined) await opts.queue.enqueueRun(trx, waiting);
+      })
+      // The sweeper redelivers a waiting task past its claim deadline: the backstop.
+      .catch((err: unknown) =>
+        log.warn('waking a task waiting for its key failed', { error: coerceError(err).message }),
+      );
+  const startHere = (rank: number): LocalStart | undefined => {
+    if (slots.stopping || slots.runsWaiting) return undefined;
+    if (slots.freeForAny <= 0 && !(slots.free > 0 && slots.isLight(rank))) return undefined;
+    slots.take();
     return {
       workerId,
       leaseMs,
       // After the caller's turn: the create's answer goes out before the handler's first synchronous work.
       run: (task) => runLeg(task.taskId, task, nextTurn()),
-      release: () => {
-        active--;
-        slotFreed();
-      },
+      release: () => slots.release(),
     };
   };
 
-  const loop = (async () => {
-    let backoff = 100;
-    while (!stopping) {
-      pending = false;
-      const free = concurrency - active;
-      if (free > 0 && runsWaiting) {
-        const seen = notices;
-        try {
-          const jobs = await boss.fetch<RunJob>(RUN_QUEUE, { batchSize: free, includeMetadata: true });
-          backoff = 100;
-          if (jobs.length < free && notices === seen) runsWaiting = false;
-          if (jobs.length > 0) runBatch(jobs);
-          if (jobs.length === free) continue; // maybe more waiting
-        } catch (err) {
-          log.warn('fetching runs failed', { error: coerceError(err).message });
-          await sleep(backoff);
-          backoff = Math.min(backoff * 2, 5_000);
-          continue;
-        }
-      }
-      // The backstop poll: a wake-up may have been lost, or another worker's delayed retry came due.
-      if (await idle(pollIntervalMs)) runsWaiting = true;
-    }
-  })();
-
-  const stop = (taskId: string, reason: Error) => {
-    const entry = running.get(taskId);
-    if (entry !== undefined && !entry.abort.signal.aborted) entry.abort.abort(reason);
-  };
-  const attemptsOf = (only?: string) =>
-    new Map(
-      [...running].filter(([id]) => only === undefined || id === only).map(([id, r]) => [id, r.attempt]),
-    );
-
-  // Watch: cancel requests and lost leases stop attempts. Checks asked for while one runs are not
-  // dropped: one more check follows.
-  let watching = false;
-  let again = false;
-  const watch = async (only?: string): Promise<void> => {
-    if (running.size === 0) return;
-    if (watching) {
-      again = true;
-      return;
-    }
-    watching = true;
-    try {
-      for (const state of await checkLeases(db, workerId, attemptsOf(only))) {
-        // A cancel that already ended the task (2025-11-25 cancels at once) is a cancel, not a lost lease.
-        if (state.cancelRequested) stop(state.taskId, new CancelRequestedError());
-        else if (!state.held)
-          stop(state.taskId, new LeaseLostError(state.taskId, running.get(state.taskId)?.attempt ?? 0));
-      }
-    } catch (err) {
-      log.warn('lease check failed', { error: coerceError(err).message });
-    } finally {
-      watching = false;
-    }
-    if (again) {
-      again = false;
-      await watch();
-    }
-  };
-  const watcher = setInterval(() => void watch(), cancelCheckIntervalMs);
-
-  // Renewal, on its own timer so that nothing can starve it. A worker that cannot renew for most of
-  // a lease stops its attempts: past the lease another worker may already run them.
-  let lastRenewed = Date.now();
-  let renewing = false;
-  const renewer = setInterval(() => {
-    if (renewing) return;
-    if (running.size === 0) {
-      lastRenewed = Date.now();
-      return;
-    }
-    renewing = true;
-    const attempts = attemptsOf();
-    renewLeases(db, workerId, attempts, leaseMs)
-      .then((renewed) => {
-        lastRenewed = Date.now();
-        for (const [taskId, attempt] of attempts) {
-          if (!renewed.has(taskId)) stop(taskId, new LeaseLostError(taskId, attempt));
-        }
-      })
-      .catch((err: unknown) => {
-        log.warn('lease renewal failed', { error: coerceError(err).message });
-        if (Date.now() - lastRenewed > leaseMs * 0.8) {
-          for (const [taskId, attempt] of attempts) stop(taskId, new LeaseLostError(taskId, attempt));
-        }
-      })
-      .finally(() => (renewing = false));
-  }, leaseMs / 3);
+  const loop = runFetchLoop({
+    boss: opts.boss,
+    slots,
+    pollIntervalMs: opts.pollIntervalMs ?? 5_000,
+    // A task delivered twice in one batch is claimed for its first delivery only.
+    claim: async (taskIds) => {
+      const claimed = await claimTasks(db, [...new Set(taskIds)], workerId, leaseMs);
+      return taskIds.map((taskId) => {
+        const task = claimed.get(taskId);
+        claimed.delete(taskId);
+        return task;
+      });
+    },
+    runLeg: (taskId, claimed) => runLeg(taskId, claimed),
+    nextDelayedRun: () => nextDelayedRunMs(opts.boss),
+    track,
+    log,
+  });
+  const leases = startLeaseKeeper({
+    db,
+    workerId,
+    running,
+    leaseMs,
+    cancelCheckIntervalMs: opts.cancelCheckIntervalMs ?? 1_000,
+    log,
+  });
   const offFeed = [
-    feed.on(CHANNELS.run, () => notice()),
+    opts.feed.on(CHANNELS.run, () => slots.notice()),
     // A cancel request (or expiry) of a task this process runs is checked at once. Not every change: the
     // worker's own status messages would each cost a lease check.
-    feed.on(CHANNELS.taskCancel, (taskId) => {
-      if (running.has(taskId)) void watch(taskId);
+    opts.feed.on(CHANNELS.taskCancel, (taskId) => {
+      if (running.has(taskId)) void leases.check(taskId);
     }),
-    feed.onResync(() => {
-      notice();
-      void watch();
+    opts.feed.onResync(() => {
+      slots.notice();
+      void leases.check();
     }),
   ];
-
   const sweeper = createSweeper({
     db,
-    queue,
+    queue: opts.queue,
     log,
     intervalMs: opts.sweepIntervalMs ?? 5_000,
     batchSize: opts.sweepBatchSize ?? 500,
@@ -362,7 +195,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     purgeGraceMs: opts.purgeGraceMs ?? 60_000,
     maintenance: opts.maintenance,
     // Only a worker that just found the queue empty redelivers: with a backlog, a run waits its turn.
-    idle: () => !runsWaiting && active < concurrency && !stopping,
+    idle: () => !slots.runsWaiting && slots.free > 0 && !slots.stopping,
   });
 
   return {
@@ -372,8 +205,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     sweep: sweeper.sweep,
     maintain: () => sweeper.maintain(),
     async stop() {
-      stopping = true;
-      wake();
+      slots.stop();
       sweeper.stop();
       for (const off of offFeed) off();
       await loop;
@@ -382,8 +214,56 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
       while (legs.size > 0 && Date.now() < deadline) await Promise.race([...legs, sleep(50)]);
       for (const entry of running.values()) entry.abort.abort(new HandoffSignal());
       await Promise.race([Promise.allSettled([...legs]), sleep(2_000)]);
-      clearInterval(watcher);
-      clearInterval(renewer);
+      leases.stop();
     },
+  };
+}
+
+/** What every leg of this pool runs with: the pool's settings, its slots, and its batched writes. */
+function legDepsOf(
+  opts: WorkerPoolOptions,
+  {
+    workerId,
+    leaseMs,
+    running,
+    slots,
+    log,
+  }: { workerId: string; leaseMs: number; running: RunningAttempts; slots: Slots; log: Logger },
+): LegDeps {
+  return {
+    db: opts.db,
+    tools: opts.tools,
+    queue: opts.queue,
+    workerId,
+    leaseMs,
+    maps: new MapItemCache(opts.db, { workerId, leaseMs }),
+    statusThrottleMs: opts.statusThrottleMs ?? 250,
+    retryDefaults: {
+      maxAttempts: (opts.retryLimit ?? 2) + 1,
+      initialMs: (opts.retryDelaySeconds ?? 1) * 1000,
+      factor: 1,
+      maxMs: Number.POSITIVE_INFINITY,
+    },
+    maxResultBytes: opts.maxResultBytes,
+    maxStepsPerTask: opts.maxStepsPerTask,
+    signalUrl: opts.signalUrl ?? ((token) => `/signals/${token}`),
+    running,
+    draining: () => slots.stopping,
+    scheduleWake: (ms) => void setTimeout(() => slots.notice(), ms).unref(),
+    events: opts.events,
+    metrics: opts.metrics,
+    // Concurrent legs' completions and checkpoints go to Postgres together: one statement and one
+    // commit for all that are waiting, instead of one each.
+    writes: {
+      finish: coalesce(
+        (finishes) => finishAttempts(opts.db, finishes),
+        (f) => finishAttempt(opts.db, f.taskId, f.attempt, f.outcome),
+      ),
+      saveStep: coalesce(
+        (steps) => saveSteps(opts.db, steps),
+        (s) => saveStep(opts.db, s.taskId, s.attempt, s.name, s.value, s.position),
+      ),
+    },
+    log,
   };
 }

@@ -1,18 +1,23 @@
 import { afterAll, beforeAll } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
-import { startRuntime, type Role, type Runtime } from '../../src/runtime.ts';
+import { startProcess, type Role, type ServerProcess } from '../../src/process/start.ts';
+import type { ResourceDefinition } from '../../src/resources/define.ts';
 import type { ToolDefinition } from '../../src/tools/define.ts';
-import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
+import { SHIPPED_TOOLS, SHIPPED_TOOLS_MODULE } from '../../src/tools/shipped/index.ts';
 import { databaseEnv } from './database-env.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
 import { RawMcp } from './mcp.ts';
 
-export interface TestRuntimeOptions {
+export interface TestProcessOptions {
   databaseUrl: string;
   role?: Role;
   tools?: readonly ToolDefinition[];
+  /** Resources to serve (default none: the server then has no resources methods). */
+  resources?: readonly ResourceDefinition[];
   env?: Record<string, string>;
+  /** The module sync-call threads load (default: the shipped tools' when `tools` is unset, else none). */
+  toolsModule?: string;
 }
 
 /** Settings that keep tests quick: short polls, no timer-driven sweeps (tests sweep explicitly). */
@@ -33,13 +38,16 @@ export const FAST_ENV: Record<string, string> = {
 };
 
 /** A real process runtime (HTTP on a real socket, pg-boss, workers) against a test database. */
-export async function startTestRuntime(opts: TestRuntimeOptions): Promise<Runtime & { url: string }> {
+export async function startTestProcess(opts: TestProcessOptions): Promise<ServerProcess & { url: string }> {
   const config = loadConfig({ ...FAST_ENV, ...opts.env, ...databaseEnv(opts.databaseUrl) });
-  const runtime = await startRuntime({
+  const runtime = await startProcess({
     config,
     log: createLogger(config.LOG_LEVEL),
     role: opts.role ?? 'all',
     tools: opts.tools ?? SHIPPED_TOOLS,
+    // As the CLI serves them: the shipped tools' synchronous calls run on sync-call threads.
+    toolsModule: opts.toolsModule ?? (opts.tools === undefined ? SHIPPED_TOOLS_MODULE : undefined),
+    ...(opts.resources !== undefined && { resources: opts.resources }),
     listen: (opts.role ?? 'all') !== 'worker',
   });
   return { ...runtime, url: runtime.url ?? '' };
@@ -48,7 +56,7 @@ export async function startTestRuntime(opts: TestRuntimeOptions): Promise<Runtim
 export interface TestServer {
   /** The file's own database (cloned from the migrated template). */
   readonly tdb: TestDatabase;
-  readonly rt: Runtime & { url: string };
+  readonly rt: ServerProcess & { url: string };
   /** A raw client with the tasks extension and form elicitation declared. */
   readonly mcp: RawMcp;
 }
@@ -57,13 +65,13 @@ export interface TestServer {
  * The usual test-file setup: a fresh database and a runtime (HTTP + workers) on it for the whole file,
  * torn down after it. Properties are readable once the file's tests run.
  */
-export function useTestServer(opts: Omit<TestRuntimeOptions, 'databaseUrl'> = {}): TestServer {
+export function useTestServer(opts: Omit<TestProcessOptions, 'databaseUrl'> = {}): TestServer {
   let tdb: TestDatabase | undefined;
-  let rt: (Runtime & { url: string }) | undefined;
+  let rt: (ServerProcess & { url: string }) | undefined;
   let mcp: RawMcp | undefined;
   beforeAll(async () => {
     tdb = await createTestDatabase();
-    rt = await startTestRuntime({ ...opts, databaseUrl: tdb.url });
+    rt = await startTestProcess({ ...opts, databaseUrl: tdb.url });
     mcp = new RawMcp(rt.url);
   });
   afterAll(async () => {

@@ -1,0 +1,234 @@
+import { availableParallelism } from 'node:os';
+import type { ServerType } from '@hono/node-server';
+import type { Hono } from 'hono';
+import type { PgBoss } from 'pg-boss';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/database.ts';
+import { assertMigrated } from '../db/migrate.ts';
+import { retryWhileUnreachable, waitForDatabase } from '../db/wait.ts';
+import { sharedSecret } from '../db/shared-secret.ts';
+import { CHANNELS, ChangeFeed } from '../events/change-feed.ts';
+import { createServerEvents } from '../events/server-events.ts';
+import type { AuthEnv } from '../http/auth/middleware.ts';
+import type { Logger } from '../log.ts';
+import { migrateDatabase } from '../migrate.ts';
+import type { PromptDefinition } from '../prompts/define.ts';
+import { BossTaskQueue } from '../queue/boss.ts';
+import type { ResourceDefinition, ResourceTemplateDefinition } from '../resources/define.ts';
+import { SESSION_CHANNELS, sessionMaintenance } from '../rev2025-11-25/index.ts';
+import type { ToolDefinition } from '../tools/define.ts';
+import { ToolRegistry } from '../tools/registry.ts';
+import { TaskService } from '../tasks/service.ts';
+import { startSyncCallThreads, type SyncCallThreads } from '../threads/pool.ts';
+import type { SignalDelivery } from '../core/signal-delivery.ts';
+import { startWorkerPool, type WorkerPool, type WorkerPoolOptions } from '../worker/pool.ts';
+import { CleanupStack } from './cleanups.ts';
+import { openDatabase, type DatabaseConnection } from './database.ts';
+import { LISTENER_NAME, serveMcp } from './http.ts';
+import { startOperational } from './operational.ts';
+import { startQueue, type StartupRetry } from './queue.ts';
+
+export type Role = 'all' | 'server' | 'worker';
+
+export interface ProcessOptions {
+  config: Config;
+  log: Logger;
+  tools: readonly ToolDefinition[];
+  resources?: readonly ResourceDefinition[];
+  resourceTemplates?: readonly ResourceTemplateDefinition[];
+  prompts?: readonly PromptDefinition[];
+  role: Role;
+  /** Listen on HOST:PORT (default true for roles that serve HTTP). */
+  listen?: boolean;
+  serverVersion?: string;
+  /**
+   * The URL of a module exporting `tools` (as `--tools` modules do): synchronous calls of its tools run
+   * on SYNC_CALL_THREADS worker threads that load it. Unset: they run on the event loop.
+   */
+  toolsModule?: string | undefined;
+}
+
+/** A started process: what tests and the embedding server reach, and its stop. */
+export interface ServerProcess {
+  db: Db;
+  boss: PgBoss;
+  app: Hono<AuthEnv> | undefined;
+  server: ServerType | undefined;
+  /** `http://host:port/mcp` once listening. */
+  url: string | undefined;
+  /** `http://host:port` of the METRICS_PORT listener, when there is one. */
+  metricsUrl: string | undefined;
+  workers: WorkerPool | undefined;
+  /** Delivers a task's signal by its token (see DurableMcpServer.deliverSignal). */
+  deliverSignal(token: string, payload: unknown): Promise<SignalDelivery>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The composition root: builds a process from its configuration, each part on the one before it
+ * (database, probes, schema, queue, change feed, workers, HTTP), each pushing its own stop on one
+ * cleanup stack. A start that fails stops what had started.
+ */
+export async function startProcess(opts: ProcessOptions): Promise<ServerProcess> {
+  const { config, log, role } = opts;
+  const cleanups = new CleanupStack(log);
+  let draining: (() => Promise<void>) | undefined;
+  const stop = async () => {
+    await draining?.();
+    draining = undefined;
+    await cleanups.run();
+  };
+  try {
+    const conn = await openDatabase(config, log, role, cleanups);
+    const operational = await startOperational(conn, config, log, cleanups);
+    // Out of rotation first: /readyz says 503 while the process still serves for DRAIN_DELAY_MS.
+    draining = async () => {
+      if (operational.readiness.isDraining) return;
+      operational.readiness.drain();
+      if (config.DRAIN_DELAY_MS > 0 && role !== 'worker') {
+        log.info('draining', { delayMs: config.DRAIN_DELAY_MS });
+        await new Promise((resolve) => setTimeout(resolve, config.DRAIN_DELAY_MS));
+      }
+    };
+    // Every start-up step waits out an unreachable database (e.g. Postgres restarting meanwhile).
+    const deadline = Date.now() + config.DB_STARTUP_TIMEOUT_MS;
+    const retry: StartupRetry = (step, fn) => retryWhileUnreachable(step, fn, { log, deadline });
+    await waitForDatabase(conn.db, log, config.DB_STARTUP_TIMEOUT_MS);
+    await ensureSchema(conn, config, log, retry, deadline);
+    const boss = await startQueue(conn, { config, role, log, metrics: operational.metrics, retry }, cleanups);
+    // One LISTEN connection per process: task changes, new runs, list changes.
+    // A transaction-mode pooler cannot carry LISTEN: it takes the direct connection.
+    const feed = new ChangeFeed(conn.directUrl, log, {
+      channels: [...Object.values(CHANNELS), ...Object.values(SESSION_CHANNELS)],
+      applicationName: `${LISTENER_NAME}:${role}`,
+    });
+    await retry('listen', () => feed.start());
+    cleanups.push(() => feed.stop());
+
+    const tools = new ToolRegistry(opts.tools);
+    const queue = new BossTaskQueue(boss);
+    const events = createServerEvents(conn.db);
+    // The MCP endpoint's origin once it listens (a worker-only process has none: set PUBLIC_URL there).
+    let origin = config.PUBLIC_URL?.replace(/\/$/, '') ?? `http://${config.HOST}:${config.PORT}`;
+    const signalUrl = (token: string) => `${origin}/signals/${token}`;
+    const workers =
+      role === 'server'
+        ? undefined
+        : await startWorkers(
+            conn.db,
+            { boss, queue, feed, tools, events, metrics: operational.metrics, signalUrl },
+            opts,
+          );
+    if (workers !== undefined) cleanups.push(() => workers.stop());
+    const tasks = new TaskService({
+      db: conn.db,
+      queue,
+      startHere: config.WORKER_EAGER_START ? (rank) => workers?.startHere(rank) : undefined,
+      quotas: {
+        maxActiveTasks: config.MAX_ACTIVE_TASKS_PER_PRINCIPAL,
+        ratePerSecond: config.TASK_CREATE_RATE_PER_SECOND,
+        burst: config.TASK_CREATE_BURST,
+      },
+    });
+    // Before the endpoint: its stop (which lets requests in flight finish) runs first.
+    const syncCalls = role === 'worker' ? undefined : await startThreads(opts);
+    if (syncCalls !== undefined) cleanups.push(() => syncCalls.stop());
+    const endpoint =
+      role === 'worker'
+        ? undefined
+        : await serveMcp(
+            {
+              conn,
+              config,
+              log,
+              tools,
+              resources: opts.resources,
+              resourceTemplates: opts.resourceTemplates,
+              prompts: opts.prompts,
+              tasks,
+              events,
+              feed,
+              operational,
+              syncCalls,
+              requestStateSecret:
+                config.REQUEST_STATE_SECRET ??
+                (await retry('shared secret', () => sharedSecret(conn.db, 'request-state'))),
+              serverVersion: opts.serverVersion,
+              listen: opts.listen ?? true,
+            },
+            cleanups,
+          );
+    if (config.PUBLIC_URL === undefined && endpoint?.url !== undefined) origin = new URL(endpoint.url).origin;
+    log.info('started', { role, tools: opts.tools.map((t) => t.name) });
+    return {
+      db: conn.db,
+      boss,
+      app: endpoint?.app,
+      server: endpoint?.server,
+      url: endpoint?.url,
+      metricsUrl: operational.metricsUrl,
+      workers,
+      deliverSignal: (token, payload) => tasks.deliverSignal(token, payload),
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** The sync-call threads, when the tools come from a module and SYNC_CALL_THREADS is not 0. */
+async function startThreads({
+  config,
+  log,
+  toolsModule,
+}: ProcessOptions): Promise<SyncCallThreads | undefined> {
+  const threads = config.SYNC_CALL_THREADS === 'auto' ? availableParallelism() : config.SYNC_CALL_THREADS;
+  if (toolsModule === undefined || threads === 0) return undefined;
+  return startSyncCallThreads({ moduleUrl: toolsModule, threads, log });
+}
+
+/** Migrates at start (MIGRATE_ON_START), or checks that someone did. */
+async function ensureSchema(
+  conn: DatabaseConnection,
+  config: Config,
+  log: Logger,
+  retry: StartupRetry,
+  deadline: number,
+): Promise<void> {
+  if (!config.MIGRATE_ON_START) return retry('schema check', () => assertMigrated(conn.db));
+  await retry('migrate', () =>
+    migrateDatabase({ connectionString: conn.directUrl, log, startupTimeoutMs: deadline - Date.now() }),
+  );
+}
+
+/** The worker pool with the process's settings, and the 2025-11-25 era's maintenance beside its sweep. */
+function startWorkers(
+  db: Db,
+  parts: Pick<WorkerPoolOptions, 'boss' | 'queue' | 'feed' | 'tools' | 'events' | 'metrics' | 'signalUrl'>,
+  { config, log }: ProcessOptions,
+): Promise<WorkerPool> {
+  return startWorkerPool({
+    db,
+    ...parts,
+    log,
+    concurrency: config.WORKER_CONCURRENCY,
+    ...(config.WORKER_RESERVED_SLOTS >= 0 && { reservedSlots: config.WORKER_RESERVED_SLOTS }),
+    pollIntervalMs: config.WORKER_POLL_INTERVAL_MS,
+    leaseMs: config.LEASE_MS,
+    cancelCheckIntervalMs: config.CANCEL_CHECK_INTERVAL_MS,
+    statusThrottleMs: config.STATUS_THROTTLE_MS,
+    retryLimit: config.TASK_RETRY_LIMIT,
+    retryDelaySeconds: config.TASK_RETRY_DELAY_SECONDS,
+    maxResultBytes: config.MAX_RESULT_BYTES,
+    maxStepsPerTask: config.MAX_STEPS_PER_TASK,
+    shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
+    sweepIntervalMs: config.SWEEP_INTERVAL_MS,
+    sweepBatchSize: config.SWEEP_BATCH_SIZE,
+    purgeGraceMs: config.TASK_PURGE_GRACE_MS,
+    maintenance: sessionMaintenance(db, {
+      idleTtlMs: config.SESSION_IDLE_TTL_MS,
+      eventRetentionMs: config.SESSION_EVENT_RETENTION_MS,
+    }),
+  });
+}

@@ -1,0 +1,205 @@
+// A task's durable steps in one attempt: checkpointed values replayed by name, their order checked (the
+// determinism guard), their own retry policies and timeouts, and ctx.patched for changing code safely.
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Kysely } from 'kysely';
+import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
+import { activeOr, inSpan, ROOT_CONTEXT, type TraceContext } from '../core/tracing.ts';
+import type { Database } from '../db/database.ts';
+import { coerceError } from '../log.ts';
+import { LeaseLostError, type ClaimedTask } from '../tasks/store/lease.ts';
+import { recordStepFailure, type StepHistory, type StepRecord } from '../tasks/store/steps.ts';
+import {
+  callStep,
+  nextRetryDelay,
+  NonRetryableError,
+  resolveRetry,
+  StepFailedError,
+  type StepOptions,
+} from '../tools/retry.ts';
+import {
+  HandoffSignal,
+  infra,
+  InfrastructureError,
+  MapItemDone,
+  TaskParkedSignal,
+  TaskSuspendedSignal,
+} from './leg-signals.ts';
+
+/**
+ * The steps under which a durable sleep records its deadline and a patch its marker (names of their own;
+ * a signal's, signalStepName, is the store's: a leg reads its delivery with it).
+ */
+export const sleepStepName = (name: string) => `sleep:${name}`;
+export const patchStepName = (id: string) => `patch:${id}`;
+
+/** A step's own retries back off in the slot up to this long; a longer backoff parks the task. */
+export const STEP_BACKOFF_IN_SLOT_MS = 2_000;
+
+/** A step without a retry policy runs once per leg (a throw goes to the handler). */
+const NO_STEP_RETRY = { maxAttempts: 1, initialMs: 1_000, factor: 2, maxMs: 60_000 };
+
+/** What a step's function threw, as opposed to the context's own signals and the store's failures. */
+function isStepFailure(thrown: unknown): boolean {
+  return !(
+    thrown instanceof LeaseLostError ||
+    thrown instanceof InfrastructureError ||
+    thrown instanceof HandoffSignal ||
+    thrown instanceof TaskParkedSignal ||
+    thrown instanceof TaskSuspendedSignal ||
+    thrown instanceof MapItemDone ||
+    thrown instanceof NonDeterminismError
+  );
+}
+
+/** Code that no longer matches what a running task recorded: the task fails at once with this. */
+export class NonDeterminismError extends ProtocolError {
+  constructor(message: string) {
+    super(ProtocolErrorCode.InternalError, message);
+  }
+}
+
+/** A task asked for more steps than MAX_STEPS_PER_TASK: it fails at once with this (storage is bounded). */
+export class StepLimitError extends NonDeterminismError {
+  constructor(readonly maxSteps: number) {
+    super(
+      `the task asked for more than ${maxSteps} steps (MAX_STEPS_PER_TASK): make each step do more, or fan out with ctx.map`,
+    );
+  }
+}
+
+/**
+ * A map item's replay of its parent's handler reached something the parent never recorded: the code
+ * before the map changed, or the item's function used `ctx` (it may not).
+ */
+export class ReplayMissError extends NonDeterminismError {
+  constructor(what: string) {
+    super(
+      `a map item's replay reached ${what}, which its task never recorded before the map: the tool's code changed, or the map's function uses ctx (it may not)`,
+    );
+  }
+}
+
+/**
+ * The determinism guard: each step call of a run of the handler takes the next position (0, 1, 2, …).
+ * A name used twice in one run is refused (a loop must number its steps); a name that differs from the
+ * one recorded at its position means the tool's code changed under the task, and fails it instead of
+ * handing back another step's value.
+ */
+function stepGuard(history: StepHistory, maxSteps: number) {
+  const seen = new Set<string>();
+  let position = 0;
+  return {
+    next(name: string): number {
+      if (position >= maxSteps) throw new StepLimitError(maxSteps);
+      if (seen.has(name)) {
+        throw new NonDeterminismError(
+          `step "${name}" was called twice in one run of the handler: step names must be unique within a task (in a loop, number them: \`${name}-\${i}\`)`,
+        );
+      }
+      seen.add(name);
+      const recorded = history.positions.get(position);
+      if (recorded !== undefined && recorded !== name) {
+        throw new NonDeterminismError(
+          `the handler asked for step "${name}" as step #${position + 1}, where this task recorded "${recorded}": the tool's code changed under a running task (guard new code with ctx.patched)`,
+        );
+      }
+      return position++;
+    },
+    /** Whether this run is still replaying steps recorded without the patch marker `name` at this position. */
+    replayingOldCode(name: string): boolean {
+      const recorded = history.positions.get(position);
+      return recorded !== undefined && recorded !== name;
+    },
+  };
+}
+
+export interface StepRunnerOptions {
+  db: Kysely<Database>;
+  task: ClaimedTask;
+  /** What earlier legs recorded (values, positions, failures); updated as steps run. */
+  history: StepHistory;
+  signal: AbortSignal;
+  /** The leg's span: each step's span is its child. */
+  trace?: TraceContext | undefined;
+  /** True while the worker shuts down: no new step starts, the task is handed back instead. */
+  draining?: (() => boolean) | undefined;
+  /** Writes a checkpoint (the pool batches its legs' checkpoints). */
+  saveStep: (step: StepRecord) => Promise<unknown>;
+  /** Steps a task may record (MAX_STEPS_PER_TASK): one more fails it (StepLimitError). */
+  maxSteps?: number | undefined;
+  /** Writes the waiting status message before the task parks. */
+  flushStatus: () => Promise<void>;
+  /** A map item's leg: recorded steps replay, and any other step is a ReplayMissError (nothing runs). */
+  replayOnly?: boolean | undefined;
+}
+
+/** `ctx.step` and `ctx.patched` of one attempt. */
+export function createStepRunner(opts: StepRunnerOptions) {
+  const { db, task, history, signal } = opts;
+  const guard = stepGuard(history, opts.maxSteps ?? Number.POSITIVE_INFINITY);
+  async function step<T>(
+    name: string,
+    fn: (signal: AbortSignal) => Promise<T> | T,
+    options: StepOptions = {},
+  ): Promise<T> {
+    const position = guard.next(name);
+    if (history.values.has(name)) return history.values.get(name) as T;
+    if (opts.replayOnly === true) throw new ReplayMissError(`step "${name}"`);
+    const policy = resolveRetry(options.retry, NO_STEP_RETRY);
+    let failures = history.failures.get(name) ?? 0;
+    for (;;) {
+      signal.throwIfAborted();
+      if (opts.draining?.() === true) throw new HandoffSignal();
+      try {
+        // Steps replayed from their checkpoints above take no time and get no span; a step that runs does.
+        const stored = await inSpan(
+          'step',
+          { attributes: { 'durable_mcp.step.name': name } },
+          activeOr(opts.trace ?? ROOT_CONTEXT),
+          async () => {
+            const value = await callStep(name, fn, options.timeoutMs, signal);
+            return opts
+              .saveStep({ taskId: task.taskId, attempt: task.attempt, name, value, position })
+              .catch(infra);
+          },
+        );
+        history.values.set(name, stored);
+        return stored as T;
+      } catch (thrown) {
+        if (signal.aborted || !isStepFailure(thrown)) throw thrown;
+        const error = coerceError(thrown);
+        failures = await recordStepFailure(db, {
+          taskId: task.taskId,
+          attempt: task.attempt,
+          name,
+          error: error.message,
+        }).catch(infra);
+        history.failures.set(name, failures);
+        const delayMs = nextRetryDelay(policy, error, failures);
+        if (delayMs === undefined) {
+          // Without a policy of its own the error goes to the handler as it is (the tool's policy applies).
+          if (options.retry === undefined || thrown instanceof NonRetryableError) throw thrown;
+          throw new StepFailedError(name, failures, error);
+        }
+        if (delayMs > STEP_BACKOFF_IN_SLOT_MS) {
+          await opts.flushStatus();
+          throw new TaskParkedSignal(
+            new Date(Date.now() + delayMs),
+            `Retrying step ${name} (attempt ${failures + 1} of ${policy.maxAttempts}) after: ${error.message.slice(0, 200)}`,
+          );
+        }
+        await delay(delayMs, undefined, { signal });
+      }
+    }
+  }
+  async function patched(id: string): Promise<boolean> {
+    // A task that recorded steps past this point before the patch replays the old code (false); one
+    // that reaches it now records the marker and takes the new code (true), on every replay after too.
+    if (!guard.replayingOldCode(patchStepName(id))) {
+      await step(patchStepName(id), () => true);
+      return true;
+    }
+    return false;
+  }
+  return { step, patched };
+}

@@ -1,0 +1,106 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/database.ts';
+import { coerceError, type Logger } from '../log.ts';
+import { checkLeases, LeaseLostError, renewLeases } from '../tasks/store/lease.ts';
+import { CancelRequestedError, type RunningAttempts } from './outcome.ts';
+
+export interface LeaseKeeperOptions {
+  db: Kysely<Database>;
+  workerId: string;
+  running: RunningAttempts;
+  leaseMs: number;
+  /** How often running attempts are checked for cancel requests and lost leases. */
+  cancelCheckIntervalMs: number;
+  log: Logger;
+}
+
+export interface LeaseKeeper {
+  /** Checks now (one task, or all): cancel requests and lost leases stop their attempts. */
+  check(only?: string): Promise<void>;
+  stop(): void;
+}
+
+/**
+ * Keeps this worker's leases: renews them on their own timer (so that nothing can starve it), and
+ * stops an attempt whose task was cancelled, or whose lease another attempt or the sweeper took.
+ */
+export function startLeaseKeeper(opts: LeaseKeeperOptions): LeaseKeeper {
+  const { db, workerId, running, leaseMs, log } = opts;
+  const stopAttempt = (taskId: string, reason: Error) => {
+    const entry = running.get(taskId);
+    if (entry !== undefined && !entry.abort.signal.aborted) entry.abort.abort(reason);
+  };
+  const attemptsOf = (only?: string) =>
+    new Map(
+      [...running].filter(([id]) => only === undefined || id === only).map(([id, r]) => [id, r.attempt]),
+    );
+
+  // Checks asked for while one runs are not dropped: one more check follows.
+  let checking = false;
+  let again = false;
+  const check = async (only?: string): Promise<void> => {
+    if (running.size === 0) return;
+    if (checking) {
+      again = true;
+      return;
+    }
+    checking = true;
+    try {
+      for (const state of await checkLeases(db, workerId, attemptsOf(only))) {
+        // A cancel that already ended the task (2025-11-25 cancels at once) is a cancel, not a lost lease.
+        if (state.cancelRequested) stopAttempt(state.taskId, new CancelRequestedError());
+        else if (!state.held)
+          stopAttempt(
+            state.taskId,
+            new LeaseLostError(state.taskId, running.get(state.taskId)?.attempt ?? 0),
+          );
+      }
+    } catch (err) {
+      log.warn('lease check failed', { error: coerceError(err).message });
+    } finally {
+      checking = false;
+    }
+    if (again) {
+      again = false;
+      await check();
+    }
+  };
+  const checker = setInterval(() => void check(), opts.cancelCheckIntervalMs);
+
+  // A worker that cannot renew for most of a lease stops its attempts: past the lease another worker
+  // may already run them.
+  let lastRenewed = Date.now();
+  let renewing = false;
+  const renew = () => {
+    if (renewing) return;
+    if (running.size === 0) {
+      lastRenewed = Date.now();
+      return;
+    }
+    renewing = true;
+    const attempts = attemptsOf();
+    renewLeases(db, workerId, attempts, leaseMs)
+      .then((renewed) => {
+        lastRenewed = Date.now();
+        for (const [taskId, attempt] of attempts) {
+          if (!renewed.has(taskId)) stopAttempt(taskId, new LeaseLostError(taskId, attempt));
+        }
+      })
+      .catch((err: unknown) => {
+        log.warn('lease renewal failed', { error: coerceError(err).message });
+        if (Date.now() - lastRenewed > leaseMs * 0.8) {
+          for (const [taskId, attempt] of attempts) stopAttempt(taskId, new LeaseLostError(taskId, attempt));
+        }
+      })
+      .finally(() => (renewing = false));
+  };
+  const renewer = setInterval(renew, leaseMs / 3);
+
+  return {
+    check,
+    stop() {
+      clearInterval(checker);
+      clearInterval(renewer);
+    },
+  };
+}

@@ -1,0 +1,116 @@
+/** What a leg's end means for its task: classify() and completion() are pure, so each case is one line. */
+import { describe, expect, it } from 'vitest';
+import { ProtocolError, ProtocolErrorCode } from '../../src/core/errors.ts';
+import { LeaseLostError } from '../../src/tasks/store/lease.ts';
+import {
+  HandoffSignal,
+  InfrastructureError,
+  TaskParkedSignal,
+  TaskSuspendedSignal,
+} from '../../src/worker/leg-signals.ts';
+import { NonRetryableError, resolveRetry } from '../../src/tools/retry.ts';
+import { CancelRequestedError, classify, completion } from '../../src/worker/outcome.ts';
+
+/** The server's defaults: 2 retries, 1 s apart. */
+const defaults = { maxAttempts: 3, initialMs: 1_000, factor: 1, maxMs: Number.POSITIVE_INFINITY };
+const retry = resolveRetry(undefined, defaults);
+const firstTry = { failures: 0, retry };
+
+describe('classify', () => {
+  it('names each way a handler stops', () => {
+    expect(classify(new TaskSuspendedSignal('t'), undefined, firstTry).kind).toBe('input_required');
+    expect(classify(new Error('x'), new LeaseLostError('t', 1), firstTry).kind).toBe('lease_lost');
+    expect(classify(new Error('aborted'), new CancelRequestedError(), firstTry).kind).toBe('cancelled');
+    expect(classify(new HandoffSignal(), undefined, firstTry).kind).toBe('handed_back');
+    expect(classify(new InfrastructureError('db gone'), undefined, firstTry).kind).toBe(
+      'infrastructure_retry',
+    );
+    const until = new Date(Date.now() + 60_000);
+    expect(classify(new TaskParkedSignal(until, 'Sleeping'), undefined, firstTry)).toEqual({
+      kind: 'parked',
+      until,
+      statusMessage: 'Sleeping',
+    });
+  });
+
+  it("fails at once on the tool's own ProtocolError, with its message", () => {
+    const outcome = classify(
+      new ProtocolError(ProtocolErrorCode.InvalidParams, 'bad date'),
+      undefined,
+      firstTry,
+    );
+    expect(outcome).toMatchObject({ kind: 'failed', statusMessage: 'Tool execution failed: bad date' });
+  });
+
+  it('retries a crash while retries remain, then fails with the count', () => {
+    expect(classify(new Error('boom'), undefined, { failures: 1, retry })).toMatchObject({
+      kind: 'crash_retry',
+      delayMs: 1_000,
+    });
+    expect(classify('thrown string', undefined, { failures: 2, retry })).toMatchObject({
+      kind: 'failed',
+      statusMessage: 'Tool execution failed: internal error after 3 attempts',
+      crash: { message: 'thrown string' },
+    });
+  });
+});
+
+describe("a tool's retry policy", () => {
+  const policy = resolveRetry(
+    {
+      maxAttempts: 5,
+      backoff: { initialMs: 100, factor: 3, maxMs: 1_000 },
+      retryIf: (e) => e.message !== 'bad input',
+    },
+    defaults,
+  );
+
+  it('backs off exponentially up to its maximum', () => {
+    const delays = [0, 1, 2, 3].map(
+      (failures) =>
+        (classify(new Error('flaky'), undefined, { failures, retry: policy }) as { delayMs: number }).delayMs,
+    );
+    expect(delays).toEqual([100, 300, 900, 1_000]);
+    expect(classify(new Error('flaky'), undefined, { failures: 4, retry: policy })).toMatchObject({
+      kind: 'failed',
+      statusMessage: 'Tool execution failed: internal error after 5 attempts',
+    });
+  });
+
+  it('does not retry what retryIf refuses, nor a NonRetryableError (failed with its message)', () => {
+    expect(classify(new Error('bad input'), undefined, { failures: 0, retry: policy })).toMatchObject({
+      kind: 'failed',
+      statusMessage: 'Tool execution failed: internal error (not retried)',
+    });
+    expect(
+      classify(new NonRetryableError('account closed'), undefined, { failures: 0, retry: policy }),
+    ).toMatchObject({
+      kind: 'failed',
+      error: { message: 'account closed' },
+      statusMessage: 'Tool execution failed: account closed',
+    });
+  });
+});
+
+describe('completion', () => {
+  it('completes a storable result within the limit', () => {
+    expect(completion({ content: [] }, 'done', 1_000)).toEqual({
+      kind: 'completed',
+      result: { content: [] },
+      statusMessage: 'done',
+    });
+  });
+
+  it('fails a result over the limit, or one Postgres cannot store', () => {
+    const big = { content: [{ type: 'text' as const, text: 'x'.repeat(2_000) }] };
+    expect(completion(big, undefined, 1_000)).toMatchObject({
+      kind: 'failed',
+      statusMessage: 'Tool execution failed: result too large',
+    });
+    const nul = { content: [{ type: 'text' as const, text: 'a\u0000b' }] };
+    expect(completion(nul, undefined, undefined)).toMatchObject({
+      kind: 'failed',
+      statusMessage: 'Tool execution failed: result not storable',
+    });
+  });
+});
