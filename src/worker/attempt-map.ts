@@ -1,0 +1,150 @@
+// ctx.map in a task's attempt. In the task's own legs it inserts the items as child tasks, dispatches
+// the first `concurrency` of them to the queue and parks until they are done (store/maps.ts keeps the
+// bound and wakes it). In an item's leg (on any worker) the handler replays from the parent's
+// checkpoints up to the same call, which runs the item's function and ends the replay (MapItemDone).
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/database.ts';
+import type { TaskQueue } from '../queue/task-queue.ts';
+import type { ClaimedTask } from '../tasks/store/lease.ts';
+import {
+  cancelMapItems,
+  dispatchMapItems,
+  insertMapItems,
+  mapProgress,
+  readMapResults,
+  readMapState,
+  type MapRef,
+} from '../tasks/store/maps.ts';
+import {
+  callStep,
+  MAP_CONCURRENCY,
+  MAX_MAP_ITEMS,
+  StepFailedError,
+  type MapOptions,
+  type StepOptions,
+} from '../tools/retry.ts';
+import { NonDeterminismError } from './attempt-steps.ts';
+import { infra, MapItemDone, TaskParkedSignal } from './leg-signals.ts';
+
+/** The step under which a map records its number of items (its position is checked like a step's). */
+export const mapStepName = (name: string) => `map:${name}`;
+
+/**
+ * A task waiting for its map's items looks again this often. Its last item wakes it at once; this is
+ * the backstop for a wake-up lost to a crash, and it tops the dispatched items up to `concurrency`.
+ */
+export const MAP_RECHECK_MS = 60_000;
+
+/** What an item's leg runs: the map's name and the item's index; the map's options once replayed to it. */
+export interface MapItemLeg {
+  mapName: string;
+  index: number;
+  options?: MapOptions | undefined;
+}
+
+export interface MapRunnerOptions {
+  db: Kysely<Database>;
+  /** The task whose handler calls the map (in an item's leg: the parent, read-only). */
+  task: ClaimedTask;
+  queue: TaskQueue;
+  signal: AbortSignal;
+  step: <T>(name: string, fn: (signal: AbortSignal) => Promise<T> | T, options?: StepOptions) => Promise<T>;
+  flushStatus: () => Promise<void>;
+  /** The task's statusMessage (`<map>: n/n items` once the map is done). */
+  status: (message: string) => void;
+  /** Set in an item's leg. */
+  item?: MapItemLeg | undefined;
+}
+
+type ItemFn<T, R> = (item: T, index: number, signal: AbortSignal) => Promise<R> | R;
+
+/** `ctx.map` of one attempt: the parent's own, or the replay in an item's leg. */
+export function createMapRunner(opts: MapRunnerOptions) {
+  const { db, task, step } = opts;
+  const refOf = (mapName: string): MapRef => ({ parentTaskId: task.taskId, mapName });
+
+  /** The recorded size of the map, checked against this run's items (the determinism guard). */
+  async function recorded(name: string, items: readonly unknown[]): Promise<void> {
+    if (!Array.isArray(items)) throw new TypeError(`ctx.map "${name}": items must be an array`);
+    if (items.length > MAX_MAP_ITEMS) {
+      throw new RangeError(`ctx.map "${name}": ${items.length} items, at most ${MAX_MAP_ITEMS}`);
+    }
+    const { items: count } = await step(mapStepName(name), () => ({ items: items.length }));
+    if (count !== items.length) {
+      throw new NonDeterminismError(
+        `ctx.map "${name}" was called with ${items.length} items where this task recorded ${count}: the items must come from steps or deterministic code`,
+      );
+    }
+  }
+
+  async function mapInTask<T, R>(name: string, items: readonly T[], options: MapOptions = {}): Promise<R[]> {
+    await recorded(name, items);
+    if (items.length === 0) return [];
+    const ref = refOf(name);
+    const state = await readMapState(db, ref).catch(infra);
+    if (state.failed !== undefined) {
+      await cancelMapItems(db, ref).catch(infra);
+      const { index, failures, message } = state.failed;
+      throw new StepFailedError(`${name}[${index}]`, failures + 1, new Error(message));
+    }
+    if (state.total === items.length && state.completed === state.total) {
+      opts.status(mapProgress(name, state.completed, state.total));
+      return (await readMapResults(db, ref).catch(infra)) as R[];
+    }
+    opts.signal.throwIfAborted();
+    const concurrency = Math.min(
+      Math.max(1, Math.floor(options.concurrency ?? MAP_CONCURRENCY.default)),
+      MAP_CONCURRENCY.max,
+    );
+    await db
+      .transaction()
+      .execute(async (trx) => {
+        if (state.total < items.length) await insertMapItems(trx, task, name, items.length);
+        for (const id of await dispatchMapItems(trx, ref, concurrency)) await opts.queue.enqueueRun(trx, id);
+      })
+      .catch(infra);
+    await opts.flushStatus();
+    throw new TaskParkedSignal(
+      new Date(Date.now() + MAP_RECHECK_MS),
+      mapProgress(name, state.completed, items.length),
+      { map: name },
+    );
+  }
+
+  async function mapInItemLeg<T, R>(
+    item: MapItemLeg,
+    name: string,
+    items: readonly T[],
+    fn: ItemFn<T, R>,
+    options: MapOptions = {},
+  ): Promise<R[]> {
+    await recorded(name, items);
+    if (name !== item.mapName) {
+      // Another map of this handler: one before this one finished before it was reached; one beside
+      // it (Promise.all) is not this leg's business, and this item's replay ends at its own map.
+      const ref = refOf(name);
+      const state = await readMapState(db, ref).catch(infra);
+      if (state.total === items.length && state.completed === state.total) {
+        return (await readMapResults(db, ref).catch(infra)) as R[];
+      }
+      return new Promise<never>(() => {});
+    }
+    if (item.index >= items.length) {
+      throw new NonDeterminismError(`ctx.map "${name}" has no item ${item.index} any more`);
+    }
+    item.options = options;
+    const value = await callStep(
+      `${name}[${item.index}]`,
+      (signal) => fn(items[item.index]!, item.index, signal),
+      options.timeoutMs,
+      opts.signal,
+    );
+    throw new MapItemDone(value);
+  }
+
+  const map = <T, R>(name: string, items: readonly T[], fn: ItemFn<T, R>, options?: MapOptions) =>
+    opts.item === undefined
+      ? mapInTask<T, R>(name, items, options)
+      : mapInItemLeg(opts.item, name, items, fn, options);
+  return { map };
+}
