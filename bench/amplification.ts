@@ -1,0 +1,179 @@
+/**
+ * The amplification scenario of bench/run.ts (#22): what idle streams cost the others. Bob holds
+ * IDLE_STREAMS 2025-11-25 GET streams open on one session while tasks are created at CREATES_PER_SECOND
+ * (bob's, run by a worker); alice's tasks/get is measured beside the same run without the streams (the
+ * floor), and so are the database commits and this server's reads of changed tasks per task change.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { CHANNELS } from '../src/events/change-feed.ts';
+import { hashToken } from '../src/http/auth/static-tokens.ts';
+import { openLegacySession, openSessionGet } from '../test/helpers/legacy-session.ts';
+import type { SseStream } from '../test/helpers/sse.ts';
+import {
+  DURATION,
+  fmt,
+  load,
+  MCP_HEADERS,
+  rows,
+  rpcBody,
+  type LoadResult,
+  type ScratchDb,
+} from './lib/harness.ts';
+import { mcpUrl, server, worker } from './lib/processes.ts';
+
+const IDLE_STREAMS = Number(process.env.BENCH_IDLE_STREAMS ?? 300);
+const CREATES_PER_SECOND = 20;
+const TOKENS = { alice: 'alice-bench-token', bob: 'bob-bench-token' } as const;
+type Principal = keyof typeof TOKENS;
+const AUTH_ENV = {
+  AUTH_MODE: 'bearer',
+  AUTH_TOKENS: Object.entries(TOKENS)
+    .map(([p, t]) => `${p}=${hashToken(t)}`)
+    .join(','),
+};
+const bearer = (p: Principal) => ({ authorization: `Bearer ${TOKENS[p]}` });
+
+/** A 2026-07-28 request of `who`'s; its result. */
+async function call(
+  url: string,
+  who: Principal,
+  method: string,
+  params: Record<string, unknown>,
+  name?: string,
+) {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { ...MCP_HEADERS(method, name), ...bearer(who) },
+    body: rpcBody(method, params),
+  });
+  const body = (await res.json()) as { result?: Record<string, unknown>; error?: unknown };
+  if (body.result === undefined) throw new Error(`${method}: ${JSON.stringify(body.error)}`);
+  return body.result;
+}
+
+/** Bob creates tasks at CREATES_PER_SECOND until stopped (each a change when created, and when done). */
+function churn(url: string): () => Promise<void> {
+  const inFlight = new Set<Promise<unknown>>();
+  const timer = setInterval(() => {
+    const p = call(
+      url,
+      'bob',
+      'tools/call',
+      { name: 'analyze_numbers', arguments: { count: 10 } },
+      'analyze_numbers',
+    )
+      .catch(() => {})
+      .finally(() => inFlight.delete(p));
+    inFlight.add(p);
+  }, 1000 / CREATES_PER_SECOND);
+  return async () => {
+    clearInterval(timer);
+    await Promise.all(inFlight);
+  };
+}
+
+/** This server's reads of changed tasks so far (its /metrics; 0 for a server without the counter). */
+async function changeReads(url: string): Promise<number> {
+  const text = await (await fetch(new URL('/metrics', url))).text();
+  const line = text.split('\n').find((l) => l.startsWith('durable_mcp_task_change_reads_total '));
+  return line === undefined ? 0 : Number(line.split(' ')[1]);
+}
+
+interface Window {
+  changes: number;
+  commits: number;
+  reads: number;
+}
+
+/** What one window of `seconds` costs: the task changes announced, the database's commits, our reads. */
+async function measureWindow(db: ScratchDb, url: string, seconds: number): Promise<Window> {
+  const listener = new pg.Client({ connectionString: db.url });
+  await listener.connect();
+  let changes = 0;
+  listener.on('notification', () => changes++);
+  await listener.query(`listen ${CHANNELS.task}`);
+  const commits = async () =>
+    Number(
+      (
+        await db.sql<{ n: string }>(
+          'select xact_commit as n from pg_stat_database where datname = current_database()',
+        )
+      )[0]!.n,
+    );
+  const [c0, r0] = [await commits(), await changeReads(url)];
+  await sleep(seconds * 1000);
+  const [c1, r1] = [await commits(), await changeReads(url)];
+  await listener.end();
+  return { changes, commits: c1 - c0, reads: r1 - r0 };
+}
+
+/** The churn on, `streams` idle GET streams of bob's open: its window, then alice's tasks/get under load. */
+async function phase(db: ScratchDb, url: string, taskId: string, streams: number) {
+  const open: SseStream[] = [];
+  const session = await openLegacySession(url, {}, bearer('bob'));
+  for (let i = 0; i < streams; i++) open.push(await openSessionGet(url, session, undefined, bearer('bob')));
+  const stop = churn(url);
+  try {
+    // Postgres counts an idle connection's commits up to 10 s late: opening the streams must not count.
+    await sleep(11_000);
+    const window = await measureWindow(db, url, DURATION);
+    const get = await load(url, {
+      headers: { ...MCP_HEADERS('tasks/get', taskId), ...bearer('alice') },
+      body: rpcBody('tasks/get', { taskId }),
+    });
+    return { window, get };
+  } finally {
+    await stop();
+    for (const s of open) s.close();
+  }
+}
+
+const perChange = (w: Window, n: number) => (w.changes === 0 ? 0 : n / w.changes);
+const perChangeText = (w: Window) =>
+  `${perChange(w, w.commits).toFixed(1)} commits, ${perChange(w, w.reads).toFixed(2)} change reads per change (${w.changes} changes)`;
+const latency = (o: LoadResult, f: LoadResult) => `p50 ${fmt.x(o.p50 / f.p50)}, p99 ${fmt.x(o.p99 / f.p99)}`;
+
+// ---- idle streams: what they cost everyone else ----
+export async function benchAmplification(db: ScratchDb): Promise<void> {
+  const srv = await server(db, AUTH_ENV);
+  const wrk = await worker(db);
+  try {
+    const url = mcpUrl(srv);
+    const created = await call(
+      url,
+      'alice',
+      'tools/call',
+      { name: 'analyze_numbers', arguments: { count: 1000 } },
+      'analyze_numbers',
+    );
+    const taskId = created.taskId as string;
+    for (let i = 0; (await call(url, 'alice', 'tasks/get', { taskId }, taskId)).status !== 'completed'; i++) {
+      if (i > 300) throw new Error(`alice's task ${taskId} never completed`);
+      await sleep(100);
+    }
+    const floor = await phase(db, url, taskId, 0);
+    const ours = await phase(db, url, taskId, IDLE_STREAMS);
+    rows.push(
+      {
+        scenario: `alice's tasks/get, ${IDLE_STREAMS} idle GET streams of bob's, ${CREATES_PER_SECOND} creates/s`,
+        ours: fmt.rps(ours.get),
+        floor: `no streams: ${fmt.rps(floor.get)}`,
+        ratio: latency(ours.get, floor.get),
+        target: '≈ 1×',
+      },
+      {
+        scenario: `the same: database per task change`,
+        ours: perChangeText(ours.window),
+        floor: `no streams: ${perChangeText(floor.window)}`,
+        ratio: fmt.x(
+          perChange(ours.window, ours.window.commits) / perChange(floor.window, floor.window.commits),
+        ),
+        target: '≈ 1× (not × streams)',
+      },
+    );
+  } finally {
+    await wrk.stop();
+    await srv.stop();
+  }
+}

@@ -1,0 +1,55 @@
+import { initializeRequest, legacyHeaders, readReply } from './mcp.ts';
+import { readSse, type SseStream } from './sse.ts';
+
+/**
+ * Opens a 2025-11-25 session (initialize, then notifications/initialized) and returns its id; `headers`
+ * go on both (e.g. a bearer token).
+ */
+export async function openLegacySession(
+  url: string,
+  capabilities: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+): Promise<string> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: legacyHeaders({}, headers),
+    body: JSON.stringify(initializeRequest({ capabilities })),
+  });
+  const reply = await readReply(res);
+  const sessionId = reply.headers.get('mcp-session-id');
+  if (reply.status !== 200 || sessionId === null)
+    throw new Error(`initialize failed: HTTP ${reply.status} ${reply.text}`);
+  const initialized = await fetch(url, {
+    method: 'POST',
+    headers: legacyHeaders({ sessionId }, headers),
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+  });
+  await initialized.arrayBuffer();
+  return sessionId;
+}
+
+/**
+ * A session's GET stream, its SSE ids kept: without `lastEventId` the session's own stream, with it the
+ * resumption of the stream that event belongs to.
+ */
+export async function openSessionGet(
+  url: string,
+  sessionId: string,
+  lastEventId?: string,
+  headers: Record<string, string> = {},
+): Promise<SseStream & { response: Response }> {
+  const abort = new AbortController();
+  const response = await fetch(url, {
+    method: 'GET',
+    signal: abort.signal,
+    headers: {
+      ...legacyHeaders({ sessionId }),
+      accept: 'text/event-stream',
+      ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }),
+      ...headers,
+    },
+  });
+  if (response.status !== 200)
+    throw new Error(`GET failed: HTTP ${response.status} ${await response.text()}`);
+  return { ...readSse(response, abort), response };
+}
