@@ -1,0 +1,49 @@
+import { createHash } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/database.ts';
+import { IdempotencyConflictError } from '../errors.ts';
+import { getTaskView } from './read.ts';
+import type { TaskView } from './view.ts';
+
+/** A create's idempotency key (a digest of the caller's), and a digest of the request it was for. */
+export interface Idempotency {
+  key: string;
+  fingerprint: string;
+}
+
+const digest = (text: string) => createHash('sha256').update(text).digest('base64url');
+
+/**
+ * The stored form of a caller's key for a request: both digests, so that neither the key nor the
+ * arguments are stored twice as text the caller controls. The fingerprint covers the tool and its
+ * arguments (as sent: a retry sends the same bytes' JSON).
+ */
+export function idempotencyOf(key: string, toolName: string, args: unknown): Idempotency {
+  return { key: digest(key), fingerprint: digest(JSON.stringify([toolName, args])) };
+}
+
+/**
+ * The task an earlier create of `principal` made with this key, if it is still stored; a different
+ * request under the same key is an IdempotencyConflictError.
+ */
+export async function taskOfIdempotencyKey(
+  db: Kysely<Database>,
+  principal: string,
+  idempotency: Idempotency,
+): Promise<TaskView | undefined> {
+  const row = await db
+    .selectFrom('tasks')
+    .select(['task_id', 'idempotency_fingerprint'])
+    .where('principal', '=', principal)
+    .where('idempotency_key', '=', idempotency.key)
+    .executeTakeFirst();
+  if (row === undefined) return undefined;
+  if (row.idempotency_fingerprint !== idempotency.fingerprint) throw new IdempotencyConflictError();
+  return getTaskView(db, row.task_id, principal);
+}
+
+/** Whether `err` is the unique violation of a concurrent create with the same key. */
+export function isIdempotencyRace(err: unknown): boolean {
+  const e = err as { code?: unknown; constraint?: unknown } | null;
+  return e?.code === '23505' && e.constraint === 'tasks_idempotency_key_idx';
+}
