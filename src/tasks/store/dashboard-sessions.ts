@@ -1,0 +1,42 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../db/database.ts';
+
+/** How long a dashboard sign-in lasts. */
+export const DASHBOARD_SESSION_MS = 12 * 3_600_000;
+
+const hashOf = (token: string) => createHash('sha256').update(token).digest('base64url');
+const random = () => randomBytes(32).toString('base64url');
+
+/**
+ * A new sign-in: a random cookie value (256 bits) and its own CSRF token; only the cookie's hash is
+ * stored. Ended sign-ins are deleted in the same statement, so the table holds live ones only.
+ */
+export async function openDashboardSession(db: Kysely<Database>): Promise<{ token: string; csrf: string }> {
+  const token = random();
+  const csrf = random();
+  await sql`
+    with expired as (delete from dashboard_sessions where expires_at < now())
+    insert into dashboard_sessions (token_hash, csrf, expires_at)
+    values (${hashOf(token)}, ${csrf}, now() + ${DASHBOARD_SESSION_MS} * interval '1 millisecond')`.execute(
+    db,
+  );
+  return { token, csrf };
+}
+
+/** The CSRF token of the live sign-in this cookie value names; undefined for any other value. */
+export async function dashboardSessionCsrf(db: Kysely<Database>, token: string): Promise<string | undefined> {
+  // Any value a browser may send: only a hash of it reaches Postgres.
+  const row = await db
+    .selectFrom('dashboard_sessions')
+    .select('csrf')
+    .where('token_hash', '=', hashOf(token))
+    .where('expires_at', '>', sql<Date>`now()`)
+    .executeTakeFirst();
+  return row?.csrf;
+}
+
+/** Sign-out: the cookie is worthless from now on, on every instance. */
+export async function closeDashboardSession(db: Kysely<Database>, token: string): Promise<void> {
+  await db.deleteFrom('dashboard_sessions').where('token_hash', '=', hashOf(token)).execute();
+}
