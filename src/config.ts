@@ -129,17 +129,50 @@ const ConfigSchema = z.object({
   MAX_JSON_DEPTH: intFromEnv(64, 1).describe('Deepest JSON nesting accepted in a request body.'),
   MAX_ARGUMENTS_BYTES: intFromEnv(262_144, 1).describe('Largest tools/call arguments (as JSON) accepted.'),
   MAX_INPUT_RESPONSES_BYTES: intFromEnv(65_536, 1).describe('Largest inputResponses (as JSON) accepted.'),
+  MAX_SIGNAL_BYTES: intFromEnv(65_536, 1).describe(
+    'Largest body of a signal delivery (POST /signals/{token}) accepted (413 above).',
+  ),
+  MAX_ACTIVE_TASKS_PER_PRINCIPAL: intFromEnv(1_000, 1).describe(
+    'Non-terminal tasks (working, input_required) one principal may hold, cluster-wide; a create above it gets -31429 (HTTP 429).',
+  ),
+  TASK_CREATE_RATE_PER_SECOND: intFromEnv(100).describe(
+    'Task creations per second per principal, cluster-wide (a token bucket in Postgres); above it -31429 (HTTP 429) with Retry-After. 0: no limit.',
+  ),
+  TASK_CREATE_BURST: intFromEnv(1_000, 1).describe(
+    'Task creations one principal may make at once before TASK_CREATE_RATE_PER_SECOND applies (the bucket size).',
+  ),
+  MAX_SESSIONS_PER_PRINCIPAL: intFromEnv(1_000, 1).describe(
+    '2025-11-25 sessions one principal may hold open (not ended, not idle past SESSION_IDLE_TTL_MS), cluster-wide; an initialize above it gets -31429 (HTTP 429).',
+  ),
+  MAX_SESSION_METADATA_BYTES: intFromEnv(16_384, 1).describe(
+    'Largest capabilities and clientInfo of a 2025-11-25 initialize together (as JSON), stored with the session: -32602 above.',
+  ),
   MAX_SUBSCRIPTIONS_PER_PRINCIPAL: intFromEnv(32, 1).describe(
     'Open subscriptions/listen streams per principal on one instance (429 above).',
+  ),
+  MAX_STEPS_PER_TASK: intFromEnv(100_000, 1).describe(
+    'Steps (ctx.step checkpoints, sleeps, signals) one task may record; the next one fails the task with -32603 naming the limit.',
   ),
   MAX_RESULT_BYTES: intFromEnv(1_048_576, 1).describe(
     'A tool result larger than this is not stored: the task fails with -32603 instead.',
   ),
+  SYNC_CALL_TIMEOUT_MS: intFromEnv(60_000, 1).describe(
+    "How long one run of a synchronous tool handler (a call without a task; each MRTR round is a run) may take: past it the call fails with -32603 naming this limit and the handler's ctx.signal fires.",
+  ),
+  SYNC_CALL_THREADS: z
+    .union([z.literal('auto'), z.coerce.number().int().min(0)])
+    .default('auto')
+    .describe(
+      'Worker threads that run synchronous tool handlers off the event loop (tools loaded from a module: the shipped ones, --tools, or createServer({toolsModule})). auto: one per core; 0: on the event loop.',
+    ),
   RATE_LIMIT_POLLING: boolFromEnv(false).describe(
     '429 for tasks/get polling a task faster than half its pollIntervalMs.',
   ),
   SERVER_NAME: z.string().min(1).default('durable-mcp-tasks').describe('serverInfo.name.'),
   MAX_BODY_BYTES: intFromEnv(1_000_000, 1).describe('Largest request body accepted (413 above).'),
+  REQUEST_TIMEOUT_MS: intFromEnv(30_000, 1_000).describe(
+    "How long a request's headers and body may take to arrive (408 and the connection closed after; headers within the lesser of this and 10 s). Responses, SSE streams included, are not bounded by it.",
+  ),
   ALLOWED_ORIGINS: z
     .string()
     .default('')
@@ -159,6 +192,9 @@ const ConfigSchema = z.object({
   TASK_RETRY_DELAY_SECONDS: intFromEnv(1).describe('Delay before a crashed handler is retried.'),
   WORKER_CONCURRENCY: intFromEnv(32, 1).describe(
     'Task runs at once per worker process (legs mostly wait on I/O and on Postgres; their writes are batched).',
+  ),
+  WORKER_RESERVED_SLOTS: intFromEnv(-1, -1).describe(
+    "Slots of each worker kept for light principals' runs (those holding fewer active tasks than this), so that one principal filling the rest cannot starve the others; -1: an eighth of WORKER_CONCURRENCY (at least 1), 0: none.",
   ),
   WORKER_EAGER_START: boolFromEnv(true).describe(
     'A process that serves HTTP and runs workers starts a task it creates on its own idle worker (claimed in the create statement, no queue round trips); false: every task goes through the queue.',
@@ -223,7 +259,7 @@ const ConfigSchema = z.object({
     .min(16)
     .optional()
     .describe(
-      'Secret for the integrity protection of MRTR requestState; unset: one generated once and kept in the database.',
+      'Secret that seals MRTR requestState (AES-256-GCM); unset: one generated once and kept in the database.',
     ),
   SESSION_IDLE_TTL_MS: intFromEnv(3_600_000, 1_000).describe(
     'A 2025-11-25 session idle (no request) this long ends; every instance then answers 404 for it.',

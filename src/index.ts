@@ -7,13 +7,18 @@ export type { DurableMcpServer, ServerOptions, ServerRole, Settings } from './se
 
 export { defineTool } from './tools/define.ts';
 export type {
+  ConcurrencyLimit,
   ElicitParams,
   LogLevel,
   PrepareContext,
+  SignalHandle,
+  SignalResult,
   TaskSupport,
   ToolContext,
   ToolDefinition,
 } from './tools/define.ts';
+export { NonRetryableError, StepFailedError, StepTimeoutError } from './tools/retry.ts';
+export type { MapOptions, RetryPolicy, StepOptions } from './tools/retry.ts';
 export { defineResource, defineResourceTemplate } from './resources/define.ts';
 export type {
   ResourceContents,
@@ -35,4 +40,5 @@ export type {
   JsonObject,
 } from './core/wire.ts';
 export type { Logger } from './log.ts';
+export type { SignalDelivery } from './core/signal-delivery.ts';
 export { SHIPPED_TOOLS as EXAMPLE_TOOLS } from './tools/shipped/index.ts';

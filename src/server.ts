@@ -1,10 +1,13 @@
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { defaultConfig, loadConfig, type Config } from './config.ts';
 import { createLogger, type Logger } from './log.ts';
 import type { PromptDefinition } from './prompts/define.ts';
 import type { ResourceDefinition, ResourceTemplateDefinition } from './resources/define.ts';
-import { startRuntime, type Runtime } from './runtime.ts';
+import { startProcess, type ServerProcess } from './process/start.ts';
 import type { ToolDefinition } from './tools/define.ts';
 import { PACKAGE_VERSION } from './version.ts';
+import type { SignalDelivery } from './core/signal-delivery.ts';
 
 /** Every setting by its environment variable's name (`PORT`, `DATABASE_URL`, …); see `durable-mcp-tasks --help`. */
 export type Settings = Config;
@@ -32,6 +35,12 @@ export interface ServerOptions {
   settings?: Partial<Settings>;
   /** Default: JSON lines on stderr at `settings.LOG_LEVEL`. */
   logger?: Logger;
+  /**
+   * The module `tools` come from (a path or file URL of a module that exports them as a `--tools` module
+   * does, and starts nothing when imported): synchronous calls then run on worker threads that load it
+   * (SYNC_CALL_THREADS), off the event loop that serves every other request. Unset: on the event loop.
+   */
+  toolsModule?: string | URL;
 }
 
 /** A server process: HTTP instance, worker pool or both, on Postgres. */
@@ -44,6 +53,11 @@ export interface DurableMcpServer {
   readonly url: string | undefined;
   /** The settings in effect. */
   readonly settings: Settings;
+  /**
+   * Delivers a task's signal (`ctx.createSignal`) by its token, as `POST /signals/{token}` does: the
+   * first delivery wins; later ones say why they were refused. Any started role can deliver.
+   */
+  deliverSignal(token: string, payload?: unknown): Promise<SignalDelivery>;
 }
 
 /** The settings of `env` (default `process.env`): what `durable-mcp-tasks` reads; throws naming every invalid one. */
@@ -54,9 +68,15 @@ export function fromEnv(env: Readonly<Record<string, string | undefined>> = proc
 // Typed `unknown` here so that the public declarations never reach the internals' types (pg, pg-boss).
 const RUNTIMES = new WeakMap<DurableMcpServer, () => unknown>();
 
-/** The running process behind a server (a `Runtime`): for `durable-mcp-tasks/testing` only. */
+/** The running process behind a server (a `ServerProcess`): for `durable-mcp-tasks/testing` only. */
 export function runtimeOf(server: DurableMcpServer): unknown {
   return RUNTIMES.get(server)?.();
+}
+
+/** A module's file URL, from a URL or a path (relative to the working directory). */
+function moduleUrl(module: string | URL): string {
+  if (module instanceof URL) return module.href;
+  return module.startsWith('file:') ? module : pathToFileURL(path.resolve(module)).href;
 }
 
 /**
@@ -76,7 +96,7 @@ export function createServer(options: ServerOptions): DurableMcpServer {
     ...(options.host !== undefined && { HOST: options.host }),
   });
   const log = options.logger ?? createLogger(settings.LOG_LEVEL, {}, { format: settings.LOG_FORMAT });
-  let runtime: Runtime | undefined;
+  let runtime: ServerProcess | undefined;
   let starting: Promise<void> | undefined;
   const server: DurableMcpServer = {
     settings,
@@ -84,7 +104,7 @@ export function createServer(options: ServerOptions): DurableMcpServer {
       return runtime?.url;
     },
     start() {
-      starting ??= startRuntime({
+      starting ??= startProcess({
         config: settings,
         log,
         role: options.role ?? 'all',
@@ -93,10 +113,15 @@ export function createServer(options: ServerOptions): DurableMcpServer {
         resourceTemplates: options.resourceTemplates,
         prompts: options.prompts,
         serverVersion: PACKAGE_VERSION,
+        toolsModule: options.toolsModule === undefined ? undefined : moduleUrl(options.toolsModule),
       }).then((rt) => {
         runtime = rt;
       });
       return starting;
+    },
+    async deliverSignal(token, payload = null) {
+      if (runtime === undefined) throw new Error('deliverSignal: start() the server first');
+      return runtime.deliverSignal(token, payload);
     },
     async stop() {
       if (starting === undefined) return;

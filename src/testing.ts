@@ -2,12 +2,12 @@
  * `durable-mcp-tasks/testing`: hooks for tests of an application built on the server. Not a stable
  * API: what it exposes is the running process's internals.
  */
-import type { Runtime } from './runtime.ts';
+import type { ServerProcess } from './process/start.ts';
 import { runtimeOf, type DurableMcpServer } from './server.ts';
 
-export type { Runtime };
+export type { ServerProcess };
 
 /** The started process behind `server` (database handle, queue, worker pool), or undefined before `start()`. */
-export function internals(server: DurableMcpServer): Runtime | undefined {
-  return runtimeOf(server) as Runtime | undefined;
+export function internals(server: DurableMcpServer): ServerProcess | undefined {
+  return runtimeOf(server) as ServerProcess | undefined;
 }

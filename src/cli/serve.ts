@@ -1,7 +1,7 @@
 import { migrateDatabase } from '../migrate.ts';
 import { coerceError, createLogger } from '../log.ts';
 import { createServer, fromEnv, type ServerRole, type Settings } from '../server.ts';
-import { SHIPPED_TOOLS } from '../tools/shipped/index.ts';
+import { SHIPPED_TOOLS, SHIPPED_TOOLS_MODULE } from '../tools/shipped/index.ts';
 import { loadToolsModule, type ToolsModule } from './load-tools.ts';
 import { startTracingFromEnv } from '../tracing-sdk.ts';
 import { PACKAGE_VERSION } from '../version.ts';
@@ -22,8 +22,10 @@ export function settingsFor(opts: ServeOptions, env: NodeJS.ProcessEnv = process
   };
 }
 
-async function toolsFor(opts: ServeOptions): Promise<ToolsModule> {
-  return opts.tools === undefined ? { tools: SHIPPED_TOOLS } : loadToolsModule(opts.tools);
+/** The tools, and the module they come from (which the sync-call threads load). */
+async function toolsFor(opts: ServeOptions): Promise<ToolsModule & { toolsModule: string }> {
+  if (opts.tools === undefined) return { tools: SHIPPED_TOOLS, toolsModule: SHIPPED_TOOLS_MODULE };
+  return { ...(await loadToolsModule(opts.tools)), toolsModule: opts.tools };
 }
 
 /**

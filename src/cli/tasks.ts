@@ -40,8 +40,21 @@ function age(from: Date, now = Date.now()): string {
   return `${Math.round(s / 86_400)}d`;
 }
 
-/** Columns padded to their widest cell; the last column is not padded. */
-export function table(header: string[], rows: string[][]): string {
+/**
+ * Text a client controls (a status message, an error, a tool name) as the terminal may show it: control
+ * characters (C0, DEL, C1, which carry escape sequences such as an OSC 52 clipboard write) and bidi
+ * overrides are written as `\u{…}`, never sent raw. `--json` output needs none of this (JSON escapes them).
+ */
+export function printable(text: string): string {
+  return text.replace(
+    /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g,
+    (ch) => `\\u{${ch.codePointAt(0)!.toString(16)}}`,
+  );
+}
+
+/** Columns padded to their widest cell; the last column is not padded. Every cell goes through printable. */
+export function table(header: string[], rawRows: string[][]): string {
+  const rows = rawRows.map((r) => r.map(printable));
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]) =>
     cells
@@ -192,7 +205,7 @@ export function addTasksCommand(program: Command): void {
       ];
       if (t.error !== null) rows.push(['error', JSON.stringify(t.error)]);
       if (t.result !== null) rows.push(['result', JSON.stringify(t.result).slice(0, 500)]);
-      print(rows.map(([k, v]) => `${`${k}:`.padEnd(18)}${v}\n`).join(''));
+      print(rows.map(([k, v]) => `${`${k}:`.padEnd(18)}${printable(v)}\n`).join(''));
       print(
         `\nsteps (${history.steps.length})\n` +
           (history.steps.length === 0
@@ -202,6 +215,15 @@ export function addTasksCommand(program: Command): void {
                 history.steps.map((s) => [s.at.toISOString(), String(s.attempt), s.name]),
               )),
       );
+      if (history.stepFailures.length > 0) {
+        print(
+          `\nstep failures (${history.stepFailures.length})\n` +
+            table(
+              ['LAST FAILED', 'STEP', 'FAILURES', 'LAST ERROR'],
+              history.stepFailures.map((f) => [f.at.toISOString(), f.name, String(f.failures), f.lastError]),
+            ),
+        );
+      }
       print(
         `\ninput requests (${history.inputRequests.length})\n` +
           (history.inputRequests.length === 0

@@ -66,7 +66,7 @@ export class MemoryTaskStore implements TaskStore {
 const keyOf = (serverUrl: string, taskId: string) => `${serverUrl}\n${taskId}`;
 
 /** The default state folder: `$XDG_STATE_HOME/durable-mcp-tasks`, else `~/.local/state/durable-mcp-tasks`. */
-export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
+export function defaultStateDir(env: Record<string, string | undefined> = process.env): string {
   const base =
     env.XDG_STATE_HOME !== undefined && path.isAbsolute(env.XDG_STATE_HOME)
       ? env.XDG_STATE_HOME

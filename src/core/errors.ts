@@ -54,8 +54,33 @@ export class RequestAbortedError extends DomainError {
   }
 }
 
-/** Application-defined (outside JSON-RPC's reserved range): a client polling faster than pollIntervalMs. */
+/**
+ * Application-defined (outside JSON-RPC's reserved range): a client polling faster than pollIntervalMs,
+ * or a principal over one of its quotas.
+ */
 export const RATE_LIMITED_CODE = -31429;
+
+/**
+ * A principal is over one of its quotas (docs/security.md lists them): `limit` names the setting, so the
+ * client (and the operator reading `durable_mcp_quota_refusals_total`) knows which. HTTP 429, with
+ * Retry-After when waiting helps.
+ */
+export class QuotaExceededError extends DomainError {
+  override readonly name = 'QuotaExceededError';
+  constructor(
+    readonly limit: string,
+    readonly quota: number,
+    message: string,
+    readonly retryAfterMs?: number,
+  ) {
+    super(`${message} (${limit}=${quota})`);
+  }
+
+  toProtocolError(): ProtocolError {
+    const retry = this.retryAfterMs === undefined ? {} : { retryAfterMs: Math.ceil(this.retryAfterMs) };
+    return new ProtocolError(RATE_LIMITED_CODE, this.message, { limit: this.limit, ...retry }, 429);
+  }
+}
 
 const MAX_ISSUES = 10;
 

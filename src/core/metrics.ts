@@ -12,6 +12,8 @@ const REQUEST_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 export interface StoreStats {
   tasksByStatus: Record<string, number>;
   runsWaiting: number;
+  /** Runs scheduled for later: durable sleeps, waits for signals, retry backoffs. */
+  runsDelayed: number;
   oldestWaitingRunSeconds: number;
   expiredNotSwept: number;
 }
@@ -42,6 +44,17 @@ export class Metrics {
   readonly openStreams = new Gauge({
     name: `${PREFIX}open_subscription_streams`,
     help: 'subscriptions/listen streams open on this process.',
+    registers: [this.registry],
+  });
+  readonly quotaRefusals = new Counter({
+    name: `${PREFIX}quota_refusals_total`,
+    help: 'Requests refused because a principal was over a quota, by the limit (its setting name).',
+    labelNames: ['limit'] as const,
+    registers: [this.registry],
+  });
+  readonly taskChangeReads = new Counter({
+    name: `${PREFIX}task_change_reads_total`,
+    help: "Reads of changed tasks for this process's open streams: one query per batch of changes, however many streams wait.",
     registers: [this.registry],
   });
   readonly tasksCreated = new Counter({
@@ -151,6 +164,11 @@ export class Metrics {
       (s) => s.runsWaiting,
     );
     gauge(
+      'queue_runs_delayed',
+      'Task runs scheduled for later (durable sleeps, waits for signals, retry backoffs): tasks that hold no worker (cluster-wide).',
+      (s) => s.runsDelayed,
+    );
+    gauge(
       'queue_oldest_waiting_run_age_seconds',
       'Age of the oldest due run still waiting for a worker; 0 when none waits (cluster-wide).',
       (s) => s.oldestWaitingRunSeconds,
@@ -160,6 +178,18 @@ export class Metrics {
       'Active tasks past their TTL that no sweep has expired yet (cluster-wide).',
       (s) => s.expiredNotSwept,
     );
+  }
+
+  /** This process's worker slots in use (legs running now). */
+  addWorkerSlots(busy: () => number): void {
+    new Gauge({
+      name: `${PREFIX}worker_slots_busy`,
+      help: "This process's worker slots running a task leg now (a parked task holds none).",
+      registers: [this.registry],
+      collect() {
+        this.set(busy());
+      },
+    });
   }
 
   /** Connections of a pg pool, labelled by its role in the process. */

@@ -9,6 +9,8 @@ export const META_CLIENT_INFO = 'io.modelcontextprotocol/clientInfo';
 export const META_LOG_LEVEL = 'io.modelcontextprotocol/logLevel';
 export const META_SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
 export const META_SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
+/** This server's own: a `tools/call` retried with the same key returns the task the first call created. */
+export const META_IDEMPOTENCY_KEY = 'dev.durable-mcp-tasks/idempotencyKey';
 
 export const JsonObjectSchema = z.record(z.string(), z.unknown());
 export type JsonObject = z.infer<typeof JsonObjectSchema>;

@@ -2,6 +2,8 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { adaptToConnectionLimit } from './connection-limit.ts';
 import { nameStatements } from './prepared.ts';
+import type { DashboardSessionsTable } from './dashboard-sessions.table.ts';
+import type { PrincipalCreationBucketsTable } from './principal-creation-buckets.table.ts';
 import type { ServerSecretsTable } from './server-secrets.table.ts';
 import type {
   SessionEventsTable,
@@ -12,6 +14,8 @@ import type {
 } from './sessions.table.ts';
 import type { TaskInputRequestsTable } from './task-input-requests.table.ts';
 import type { TaskAttemptsTable } from './task-attempts.table.ts';
+import type { TaskSignalsTable } from './task-signals.table.ts';
+import type { TaskStepFailuresTable } from './task-step-failures.table.ts';
 import type { TaskStepsTable } from './task-steps.table.ts';
 import type { TasksTable } from './tasks.table.ts';
 
@@ -20,12 +24,16 @@ export interface Database {
   task_attempts: TaskAttemptsTable;
   task_input_requests: TaskInputRequestsTable;
   task_steps: TaskStepsTable;
+  task_signals: TaskSignalsTable;
+  task_step_failures: TaskStepFailuresTable;
   server_secrets: ServerSecretsTable;
   mcp_sessions: SessionsTable;
   mcp_session_subscriptions: SessionSubscriptionsTable;
   mcp_session_events: SessionEventsTable;
   mcp_session_responses: SessionResponsesTable;
   mcp_session_input_deliveries: SessionInputDeliveriesTable;
+  principal_creation_buckets: PrincipalCreationBucketsTable;
+  dashboard_sessions: DashboardSessionsTable;
 }
 
 export type Db = Kysely<Database>;

@@ -5,6 +5,8 @@ export const APP_TABLES = [
   'tasks',
   'task_input_requests',
   'task_steps',
+  'task_signals',
+  'task_step_failures',
   'task_attempts',
   'server_secrets',
   'mcp_sessions',
@@ -12,6 +14,8 @@ export const APP_TABLES = [
   'mcp_session_events',
   'mcp_session_responses',
   'mcp_session_input_deliveries',
+  'principal_creation_buckets',
+  'dashboard_sessions',
 ] as const;
 
 /**

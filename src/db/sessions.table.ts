@@ -14,6 +14,8 @@ export interface SessionsTable {
   created_at: Timestamp;
   last_seen_at: Timestamp;
   ended_at: NullableTimestamp;
+  /** The number of the session's last stream event (each session numbers its own: see SessionEventsTable.seq). */
+  event_seq: ColumnType<string, never, string>;
 }
 
 export interface SessionSubscriptionsTable {
@@ -24,6 +26,11 @@ export interface SessionSubscriptionsTable {
 export interface SessionEventsTable {
   /** bigserial: pg returns it as a string. */
   event_id: ColumnType<string, never, never>;
+  /**
+   * The event's number in its session (bigint, as a string): its SSE id. Per session, so that ids say
+   * nothing of other sessions' traffic.
+   */
+  seq: string;
   session_id: string;
   stream_id: string;
   /** null: a priming event (no message). */
@@ -34,7 +41,8 @@ export interface SessionEventsTable {
 export interface SessionResponsesTable {
   session_id: string;
   request_id: string;
-  response: Json;
+  /** Null while the server waits for the answer to its request. */
+  response: Json | null;
   created_at: Generated<Date>;
 }
 

@@ -33,6 +33,16 @@ export interface TasksTable {
   cancel_requested_at: NullableTimestamp;
   /** W3C trace context of the creating request ({traceparent, tracestate?, baggage?}), or null. */
   trace_context: ColumnType<unknown, string | null | undefined, string | null>;
+  /** A map item (ctx.map): the task whose handler called the map, the map's name, the item's index. */
+  parent_task_id: ColumnType<string | null, string | null | undefined, string | null>;
+  map_name: ColumnType<string | null, string | null | undefined, string | null>;
+  map_index: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The tool's concurrency key for this task (`defineTool({ concurrency })`), and its limit. */
+  concurrency_key: ColumnType<string | null, string | null | undefined, string | null>;
+  concurrency_limit: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The create's idempotency key (hashed), unique per principal, and what it was for (tool, arguments). */
+  idempotency_key: ColumnType<string | null, string | null | undefined, string | null>;
+  idempotency_fingerprint: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export type TaskRow = Selectable<TasksTable>;

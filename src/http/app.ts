@@ -8,6 +8,7 @@ import { authMiddleware, type AuthEnv, type AuthMiddlewareOptions } from './auth
 import { dashboardRoutes, type DashboardOptions } from './dashboard.ts';
 import { operationalRoutes, type OperationalOptions } from './health.ts';
 import { jsonDepth } from '../protocol/envelope.ts';
+import { signalRoutes, type SignalRoutesOptions } from './signals.ts';
 import { mcpPost } from './mcp-route.ts';
 import { hostCheck, originCheck } from './origin.ts';
 
@@ -49,6 +50,8 @@ export interface AppOptions {
   resourceMetadata?: ResourceMetadata | undefined;
   maxBodyBytes?: number;
   maxJsonDepth?: number;
+  /** `POST /signals/{token}` (no auth: the token is the credential). */
+  signals?: Pick<SignalRoutesOptions, 'deliver' | 'maxBytes'> | undefined;
   allowedOrigins?: readonly string[];
   allowedHosts?: readonly string[];
   keepAliveMs?: number;
@@ -106,6 +109,7 @@ export function createApp({
   sessions: buildSessions,
   operational,
   dashboard,
+  signals,
 }: AppOptions): Hono<AuthEnv> {
   const principalOf = (c: Context) => (c as unknown as { get(key: 'principal'): string }).get('principal');
   const sessions = buildSessions?.({ principalOf, log, keepAliveMs });
@@ -121,6 +125,7 @@ export function createApp({
   // The probes come first: no auth, any Host (load balancers and kubelets probe by address).
   app.route('/', operationalRoutes(operational));
   app.use('*', hostCheck({ allowedHosts }));
+  if (signals !== undefined) app.route('/signals', signalRoutes({ ...signals, maxJsonDepth, log }));
   app.use(path, originCheck({ allowedOrigins }));
   if (dashboard !== undefined) {
     app.get('/dashboard/', (c) => c.redirect('/dashboard', 301));

@@ -1,10 +1,17 @@
 // The operator's task dashboard at /dashboard: server-rendered HTML with no script and no CDN, off unless
-// DASHBOARD_TOKEN is set. Sign-in with that token sets an HttpOnly, SameSite=Strict cookie derived from it
-// (the same on every instance, so it works behind a round-robin load balancer). Reads go through the store's
-// admin functions; the cancel button takes the tasks/cancel store path. Every POST carries a token derived
-// from the credential and must come from the dashboard's own origin.
+// DASHBOARD_TOKEN is set. Sign-in with that token sets an HttpOnly, SameSite=Strict cookie: a random value
+// per sign-in, kept (hashed) in Postgres so that every instance behind a round-robin load balancer knows
+// it, deleted at sign-out. Reads go through the store's admin functions; the cancel button takes the
+// tasks/cancel store path. Every POST carries the sign-in's own CSRF token and must come from the
+// dashboard's own origin.
 import { createHmac } from 'node:crypto';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import {
+  closeDashboardSession,
+  dashboardSessionCsrf,
+  DASHBOARD_SESSION_MS,
+  openDashboardSession,
+} from '../tasks/store/dashboard-sessions.ts';
 import { bodyLimit } from 'hono/body-limit';
 import { bearerToken, sameSecret } from './auth/secret.ts';
 import { getCookie, setCookie, deleteCookie } from 'hono/cookie';
@@ -87,10 +94,13 @@ const SECURITY_HEADERS = {
   'Cache-Control': 'no-store',
 };
 
-export function dashboardRoutes(opts: DashboardOptions): Hono {
-  const session = derive(opts.token, 'durable-mcp-tasks dashboard session');
-  const csrf = derive(opts.token, 'durable-mcp-tasks dashboard form');
-  const app = new Hono();
+/** What a signed-in request carries: the CSRF token its forms must send back. */
+type Env = { Variables: { csrf: string } };
+
+export function dashboardRoutes(opts: DashboardOptions): Hono<Env> {
+  // A request with the token itself (Authorization: Bearer) has no ambient credential a form could ride.
+  const bearerCsrf = derive(opts.token, 'durable-mcp-tasks dashboard form');
+  const app = new Hono<Env>();
 
   app.use('*', async (c, next) => {
     await next();
@@ -115,30 +125,41 @@ export function dashboardRoutes(opts: DashboardOptions): Hono {
       opts.log.warn('dashboard sign-in refused');
       return c.html(loginPage('That token is not the dashboard token.'), 401);
     }
-    setCookie(c, COOKIE, session, {
+    const { token } = await openDashboardSession(opts.db);
+    setCookie(c, COOKIE, token, {
       path: BASE,
       httpOnly: true,
       sameSite: 'Strict',
       secure: isHttps(c),
-      maxAge: 12 * 3600,
+      maxAge: DASHBOARD_SESSION_MS / 1000,
     });
     return c.redirect(`${BASE}`, 303);
   });
 
-  const signedIn: MiddlewareHandler = async (c, next) => {
-    const bearer = bearerToken(c.req.header('authorization'));
-    if (sameSecret(getCookie(c, COOKIE), session) || sameSecret(bearer, opts.token)) return next();
+  const signedIn: MiddlewareHandler<Env> = async (c, next) => {
+    if (sameSecret(bearerToken(c.req.header('authorization')), opts.token)) {
+      c.set('csrf', bearerCsrf);
+      return next();
+    }
+    const cookie = getCookie(c, COOKIE);
+    const csrf = cookie === undefined ? undefined : await dashboardSessionCsrf(opts.db, cookie);
+    if (csrf !== undefined) {
+      c.set('csrf', csrf);
+      return next();
+    }
     if (c.req.method === 'GET') return c.redirect(`${BASE}/login`, 303);
     return c.text('Unauthorized', 401);
   };
-  const formChecked: MiddlewareHandler = async (c, next) => {
+  const formChecked: MiddlewareHandler<Env> = async (c, next) => {
     const form = await c.req.parseBody();
-    if (typeof form.csrf !== 'string' || !sameSecret(form.csrf, csrf))
+    if (typeof form.csrf !== 'string' || !sameSecret(form.csrf, c.get('csrf')))
       return c.text('Forbidden: stale form', 403);
     return next();
   };
 
-  app.post('/logout', signedIn, formChecked, (c) => {
+  app.post('/logout', signedIn, formChecked, async (c) => {
+    const cookie = getCookie(c, COOKIE);
+    if (cookie !== undefined) await closeDashboardSession(opts.db, cookie);
     deleteCookie(c, COOKIE, { path: BASE });
     return c.redirect(`${BASE}/login`, 303);
   });
@@ -150,12 +171,13 @@ export function dashboardRoutes(opts: DashboardOptions): Hono {
       readStoreStats(opts.db, opts.bossSchema),
       adminActivity(opts.db, 60),
     ]);
-    return c.html(listPage({ tasks, stats, activity, filter, tools: opts.tools, csrf }));
+    return c.html(listPage({ tasks, stats, activity, filter, tools: opts.tools, csrf: c.get('csrf') }));
   });
   app.get('/tasks/:id', signedIn, async (c) => {
     const history = await adminGetTask(opts.db, c.req.param('id'));
+    const csrf = c.get('csrf');
     if (history === undefined)
-      return c.html(layout('Not found', html`<p>No task ${c.req.param('id')}.</p>`, csrf), 404);
+      return c.html(layout('Not found', html`<p>No task ${c.req.param('id').slice(0, 64)}.</p>`, csrf), 404);
     return c.html(taskPage(history, csrf));
   });
   app.post('/tasks/:id/cancel', signedIn, formChecked, async (c) => {
@@ -363,7 +385,7 @@ function listPage({ tasks, stats, activity, filter, tools, csrf }: ListPage): Ht
                     <td>${t.toolName}</td>
                     <td>${t.principal}</td>
                     <td>${badge(t.status)}</td>
-                    <td class="msg">${t.statusMessage ?? ''}</td>
+                    <td class="msg">${truncate(t.statusMessage ?? '', LIST_TEXT_CHARS)}</td>
                     <td title="${iso(t.createdAt)}">${ago(t.createdAt)}</td>
                     <td title="${iso(t.lastUpdatedAt)}">${ago(t.lastUpdatedAt)}</td>
                     <td>
@@ -383,7 +405,7 @@ interface TimelineEvent {
   what: Html;
 }
 
-function taskPage({ task, steps, inputRequests, attempts }: TaskHistory, csrf: string): Html {
+function taskPage({ task, steps, stepFailures, inputRequests, attempts }: TaskHistory, csrf: string): Html {
   const active = (ACTIVE_STATUSES as readonly string[]).includes(task.status);
   const events: TimelineEvent[] = [
     { at: task.createdAt, what: html`Created by <b>${task.principal}</b> (tool ${task.toolName})` },
@@ -393,6 +415,11 @@ function taskPage({ task, steps, inputRequests, attempts }: TaskHistory, csrf: s
         ${iso(a.leaseExpiresAt)}`,
     })),
     ...shownSteps(steps),
+    ...stepFailures.map((f) => ({
+      at: f.at,
+      what: html`Step <code>${f.name}</code> failed (${f.failures} time${f.failures === 1 ? '' : 's'}, last:
+        <span class="status-message">${f.lastError.slice(0, 300)}</span>)`,
+    })),
     ...inputRequests.flatMap((r) => [
       { at: r.askedAt, what: html`Asked for input <code>${r.key}</code> (${r.method})` },
       ...(r.answeredAt === null
@@ -412,7 +439,7 @@ function taskPage({ task, steps, inputRequests, attempts }: TaskHistory, csrf: s
       <dt>Principal</dt>
       <dd>${task.principal}</dd>
       <dt>Status message</dt>
-      <dd class="status-message">${task.statusMessage ?? '—'}</dd>
+      <dd class="status-message">${truncate(task.statusMessage ?? '—', PAGE_TEXT_CHARS)}</dd>
       <dt>Created</dt>
       <dd>${iso(task.createdAt)} (${ago(task.createdAt)})</dd>
       <dt>Last updated</dt>
@@ -476,6 +503,13 @@ function shownSteps(steps: TaskHistory['steps']): TimelineEvent[] {
     ...steps.slice(-100).map(event),
   ];
 }
+
+/**
+ * Client-controlled text is shown cut (a status message may be 250 kB: 40 of them made a 40 MB list):
+ * this much in the list, this much on a task's page.
+ */
+const LIST_TEXT_CHARS = 200;
+const PAGE_TEXT_CHARS = 4_000;
 
 const truncate = (s: string, max: number) =>
   s.length <= max ? s : `${s.slice(0, max)}\n… (${s.length - max} more characters)`;

@@ -1,5 +1,11 @@
 import type { MethodHandler, MethodResult, RequestContext } from './context.ts';
-import { ProtocolError, ProtocolErrorCode, RequestAbortedError, toProtocolError } from '../core/errors.ts';
+import {
+  ProtocolError,
+  ProtocolErrorCode,
+  QuotaExceededError,
+  RequestAbortedError,
+  toProtocolError,
+} from '../core/errors.ts';
 import { completionComplete } from './methods/completion.ts';
 import { discover } from './methods/discover.ts';
 import { promptsGet, promptsList } from './methods/prompts.ts';
@@ -92,6 +98,7 @@ export function createDispatcher(deps: ServerDeps, extra: Record<string, MethodH
         }
         const error = toProtocolError(err, () => {});
         outcome = String(error.code);
+        if (err instanceof QuotaExceededError) metrics?.quotaRefusals.inc({ limit: err.limit });
         span.span.setAttribute('rpc.response.status_code', outcome);
         endSpan(span.span, { type: outcome, message: error.message });
         throw err;

@@ -1,6 +1,10 @@
 import { createToolContext } from '../tools/context.ts';
 import type { ToolContext } from '../tools/define.ts';
-import { createSyncRuntime, InputRequiredSignal } from '../tools/sync-runtime.ts';
+import {
+  createRequestBackend,
+  InputRequiredSignal,
+  type RequestBackendOptions,
+} from '../tools/request-backend.ts';
 import type { MethodResult, RequestContext } from './context.ts';
 import type { ServerDeps } from './server-deps.ts';
 import { InputResponsesSchema, META_CLIENT_CAPABILITIES, META_LOG_LEVEL } from '../core/wire.ts';
@@ -10,12 +14,13 @@ export type MrtrOutcome<T> = { done: true; value: T } | { done: false; result: M
 /**
  * Runs `fn` synchronously with MRTR: earlier answers come back through the integrity-protected
  * `requestState`, this round's through `inputResponses`; missing ones yield an InputRequiredResult.
+ * `fn` gets the context, and what it is built from (to build it elsewhere: a sync-call thread).
  */
 export async function runWithMrtr<T>(
   deps: Pick<ServerDeps, 'requestState' | 'events'>,
   ctx: RequestContext,
   binding: { request: string; arguments: unknown },
-  fn: (toolCtx: ToolContext) => Promise<T>,
+  fn: (toolCtx: ToolContext, backend: RequestBackendOptions) => Promise<T>,
 ): Promise<MrtrOutcome<T>> {
   const { requestState, inputResponses } = ctx.params;
   const bound = { principal: ctx.principal, ...binding };
@@ -25,7 +30,7 @@ export async function runWithMrtr<T>(
       ? {}
       : InputResponsesSchema.parse(inputResponses)),
   };
-  const runtime = createSyncRuntime({
+  const options: RequestBackendOptions = {
     principal: ctx.principal,
     clientCapabilities: ctx.meta[META_CLIENT_CAPABILITIES],
     signal: ctx.signal,
@@ -35,9 +40,9 @@ export async function runWithMrtr<T>(
     logLevel: ctx.meta[META_LOG_LEVEL],
     notify: ctx.notify,
     closeStream: ctx.closeStream,
-  });
+  };
   try {
-    return { done: true, value: await fn(createToolContext(runtime)) };
+    return { done: true, value: await fn(createToolContext(createRequestBackend(options)), options) };
   } catch (err) {
     if (!(err instanceof InputRequiredSignal)) throw err;
     return {

@@ -3,9 +3,11 @@ import type { ChangeFeed } from '../events/change-feed.ts';
 import type { ServerEvents } from '../events/server-events.ts';
 import type { PromptRegistry } from '../prompts/registry.ts';
 import type { ResourceRegistry } from '../resources/registry.ts';
+import type { TaskChanges } from '../tasks/changes.ts';
 import type { TaskService } from '../tasks/service.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { RequestStateSealer } from '../tools/request-state.ts';
+import type { SyncCallRunner } from '../tools/sync-runner.ts';
 import type { PollLimiter } from './poll-limiter.ts';
 import type { Implementation } from '../core/wire.ts';
 
@@ -16,6 +18,8 @@ export interface ServerDeps {
   resources: ResourceRegistry;
   prompts: PromptRegistry;
   tasks: TaskService;
+  /** The process's one reader of changed tasks, which streams watch instead of reading each change. */
+  taskChanges: TaskChanges;
   requestState: RequestStateSealer;
   events: ServerEvents;
   /** The process's LISTEN connection; `subscriptions/listen` needs it. */
@@ -27,8 +31,16 @@ export interface ServerDeps {
   listTtlMs: number;
   /** How often a subscription re-reads its tasks in case a notification was lost. */
   subscriptionPollMs: number;
-  /** Size limits on what a request may carry (UTF-8 bytes of the JSON). */
-  limits: { maxArgumentsBytes: number; maxInputResponsesBytes: number; maxSubscriptionsPerPrincipal: number };
+  /** Size limits on what a request may carry (UTF-8 bytes of the JSON), and a synchronous handler's time. */
+  limits: {
+    maxArgumentsBytes: number;
+    maxInputResponsesBytes: number;
+    maxSubscriptionsPerPrincipal: number;
+    /** SYNC_CALL_TIMEOUT_MS: one run of a synchronous handler. Default: none. */
+    syncCallTimeoutMs?: number | undefined;
+  };
+  /** Runs synchronous handlers off the event loop (worker threads), for the tools it can load. */
+  syncCalls?: SyncCallRunner | undefined;
   /** When set, tasks/get faster than the task's pollIntervalMs gets 429. */
   pollLimiter?: PollLimiter | undefined;
   /** Request and task counters of this process; none when undefined. */

@@ -10,6 +10,7 @@ import {
 } from '../db/database.ts';
 import { embeddable, type Statement } from '../db/statements.ts';
 import { CHANNELS } from '../events/change-feed.ts';
+import { runPriority } from './priority.ts';
 import type { TaskQueue } from './task-queue.ts';
 
 /**
@@ -94,6 +95,21 @@ export async function ensureRunQueue(boss: PgBoss): Promise<void> {
   await boss.updateQueue(RUN_QUEUE, options);
 }
 
+/**
+ * How long until the next delayed run of the queue comes due (a retry's delay, a durable sleep), in ms;
+ * undefined when none waits. Idle workers sleep until then instead of a whole backstop interval, so a
+ * sleeping task wakes on time whichever worker put it to sleep.
+ */
+export async function nextDelayedRunMs(boss: PgBoss, schema = 'pgboss'): Promise<number | undefined> {
+  const { rows } = await boss.getDb().executeSql(
+    `select extract(epoch from min(start_after) - now()) * 1000 as ms
+       from ${schema}.job where name = $1 and state in ('created', 'retry') and start_after > now()`,
+    [RUN_QUEUE],
+  );
+  const ms = (rows[0] as { ms?: string | number | null } | undefined)?.ms;
+  return ms === null || ms === undefined ? undefined : Math.max(0, Number(ms));
+}
+
 /** The TaskQueue the task service uses: each enqueue is part of the caller's transaction. */
 export class BossTaskQueue implements TaskQueue {
   readonly #boss: PgBoss;
@@ -104,13 +120,15 @@ export class BossTaskQueue implements TaskQueue {
   async enqueueRun(
     executor: Kysely<Database>,
     taskId: string,
-    opts: { delaySeconds?: number } = {},
+    opts: { delayMs?: number; priority?: number } = {},
   ): Promise<void> {
     const payload: RunJob = { taskId };
-    const delay = opts.delaySeconds ?? 0;
+    const delay = opts.delayMs ?? 0;
     await this.#boss.send(RUN_QUEUE, payload, {
       db: fromKysely(executor),
-      ...(delay > 0 ? { startAfter: delay } : {}),
+      priority: opts.priority ?? (await runPriority(executor, taskId)),
+      // Seconds from the database's clock (pg-boss casts them to an interval, fractions kept).
+      ...(delay > 0 ? { startAfter: delay / 1000 } : {}),
     });
     // Wakes idle workers at commit; a delayed run is found by the worker that scheduled it, or the poll.
     if (delay === 0) await sql`select pg_notify(${CHANNELS.run}, ${taskId})`.execute(executor);
@@ -121,10 +139,11 @@ export class BossTaskQueue implements TaskQueue {
    * settings), taken through send's public `db` option without being run; and the wake-up. Undefined
    * should a pg-boss version build something that cannot be embedded (several statements, other `$`).
    */
-  async firstRun(taskId: string): Promise<Statement[] | undefined> {
+  async firstRun(taskId: string, priority: number): Promise<Statement[] | undefined> {
     const sent: Statement[] = [];
     const payload: RunJob = { taskId };
     await this.#boss.send(RUN_QUEUE, payload, {
+      priority,
       db: {
         executeSql: (text: string, values?: unknown[]) => {
           sent.push({ text, values: values ?? [] });

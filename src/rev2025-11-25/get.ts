@@ -160,9 +160,10 @@ function standalone(o: SessionEraOptions, session: Session): Response {
   }
   const offs = [
     o.feed?.on(CHANNELS.list, (kind) => send(`notifications/${kind}/list_changed`)) ?? (() => {}),
-    o.feed?.on(CHANNELS.task, (taskId) => {
-      if (hasTasks) onTask(async () => [await o.tasks.get(taskId, session.principal)]);
-    }) ?? (() => {}),
+    // The session's tasks as the process's one read of each change found them: no read of its own.
+    hasTasks
+      ? o.taskChanges.watchOrigin(session.sessionId, session.principal, (view) => onTask(async () => [view]))
+      : () => {},
     () => void o.sessions.releaseDeliveries(streamId).catch(warn),
     o.feed?.on(CHANNELS.resource, (uri) => {
       void o.sessions

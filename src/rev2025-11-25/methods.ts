@@ -1,4 +1,5 @@
 import { ProtocolError, ProtocolErrorCode, toProtocolError } from '../core/errors.ts';
+import { isStorable } from '../core/limits.ts';
 import { LOG_LEVELS, type JsonObject } from '../core/wire.ts';
 import { toolsCall } from './call.ts';
 import { handlerContext, withRequestSignal, type SessionRequest } from './request.ts';
@@ -25,14 +26,14 @@ const METHODS: Record<string, (req: SessionRequest) => Promise<JsonObject>> = {
     await era.sessions.setLogLevel(session.sessionId, params.level as string);
     return {};
   },
-  'resources/subscribe': async ({ era, session, params }) => {
+  'resources/subscribe': resourcesOnly(async ({ era, session, params }) => {
     await era.sessions.subscribe(session.sessionId, uriOf(params));
     return {};
-  },
-  'resources/unsubscribe': async ({ era, session, params }) => {
+  }),
+  'resources/unsubscribe': resourcesOnly(async ({ era, session, params }) => {
     await era.sessions.unsubscribe(session.sessionId, uriOf(params));
     return {};
-  },
+  }),
   'tools/list': async ({ era, session }) => ({
     tools: legacyTools(era.tools, session.protocolVersion as LegacyVersion),
   }),
@@ -43,11 +44,30 @@ const METHODS: Record<string, (req: SessionRequest) => Promise<JsonObject>> = {
   'tasks/result': tasksOnly((req) => withRequestSignal(req, (signal) => tasksResult(req, signal))),
 };
 
+/** The longest resource URI a subscription is stored for. */
+const MAX_URI_CHARS = 2_048;
+
 function uriOf(params: JsonObject): string {
   if (typeof params.uri !== 'string') {
     throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid params: uri is required');
   }
+  if (params.uri.length > MAX_URI_CHARS || !isStorable(params.uri)) {
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidParams,
+      `Invalid params: uri must be at most ${MAX_URI_CHARS} characters, without NUL characters`,
+    );
+  }
   return params.uri;
+}
+
+/** A server without resources has no resources/subscribe: -32601, nothing stored. */
+function resourcesOnly(method: (req: SessionRequest) => Promise<JsonObject>) {
+  return (req: SessionRequest) => {
+    if (!req.era.serves.resources) {
+      throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Method not found: ${req.method}`);
+    }
+    return method(req);
+  };
 }
 
 /** Tasks exist at 2025-11-25 only; a stray `task` param (sdk 1.x sends one) is ignored elsewhere. */

@@ -1,10 +1,12 @@
 import type { Context } from 'hono';
 import type { Kysely } from 'kysely';
+import type { Metrics } from '../core/metrics.ts';
 import type { Implementation } from '../core/wire.ts';
 import type { Database } from '../db/database.ts';
 import type { ChangeFeed } from '../events/change-feed.ts';
 import type { Logger } from '../log.ts';
 import type { Dispatcher } from '../protocol/dispatch.ts';
+import type { TaskChanges } from '../tasks/changes.ts';
 import type { TaskService } from '../tasks/service.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { SessionService } from './sessions/service.ts';
@@ -15,6 +17,8 @@ export interface SessionEraOptions {
   dispatcher: Dispatcher;
   sessions: SessionService;
   tasks: TaskService;
+  /** The process's one reader of changed tasks (GET streams and tasks/result waits watch it). */
+  taskChanges: TaskChanges;
   tools: ToolRegistry;
   serverInfo: Implementation;
   serves: { resources: boolean; prompts: boolean };
@@ -27,6 +31,12 @@ export interface SessionEraOptions {
    * the one local principal), `tasks/list` lists the session's own tasks, not every client's.
    */
   requestorsIdentified: boolean;
+  /** The largest answer (as JSON) to a request the server sent (MAX_INPUT_RESPONSES_BYTES). */
+  maxInputResponsesBytes: number;
+  /** The largest `capabilities` and `clientInfo` of an initialize, together, as JSON (MAX_SESSION_METADATA_BYTES). */
+  maxSessionMetadataBytes: number;
+  /** Where refusals for a quota are counted. */
+  metrics?: Metrics | undefined;
   keepAliveMs?: number | undefined;
   /** The SSE `retry` a client waits before resuming a stream it lost. */
   retryMs?: number | undefined;

@@ -1,5 +1,6 @@
 import type { Context } from 'hono';
-import { ProtocolErrorCode } from '../core/errors.ts';
+import { ProtocolErrorCode, QuotaExceededError } from '../core/errors.ts';
+import { isStorable, jsonBytes } from '../core/limits.ts';
 import { PROTOCOL_VERSION, type ClientCapabilities, type JsonObject, type RequestId } from '../core/wire.ts';
 import type { SessionEraOptions } from './options.ts';
 import { respond } from './respond.ts';
@@ -87,6 +88,18 @@ async function afterInitialize(
   if (message.method === undefined && id !== undefined && ('result' in message || 'error' in message)) {
     // The client's answer to a request the server sent it: whoever waits for it reads it. Only ids
     // the server issues are stored, so a client cannot fill the table with answers nobody awaits.
+    if (!isUsableId(id)) return c.body(null, 202); // (no request of ours has such an id: nothing awaits it)
+    const answer = 'result' in message ? message.result : message.error;
+    if (!isStorable(answer) || jsonBytes(answer) > era.maxInputResponsesBytes) {
+      return c.json(
+        rpcError(
+          null,
+          ProtocolErrorCode.InvalidParams,
+          `Invalid params: an answer must be at most ${era.maxInputResponsesBytes} bytes of JSON, without NUL characters or unpaired surrogates`,
+        ),
+        400,
+      );
+    }
     const taskInput = typeof id === 'string' ? parseTaskInputRequestId(id) : undefined;
     if (taskInput !== undefined) {
       await answerTaskInput(era, session, taskInput, message);
@@ -100,7 +113,11 @@ async function afterInitialize(
   }
   if (message.id === undefined) {
     const p = message.params as { requestId?: unknown } | undefined;
-    if (message.method === 'notifications/cancelled' && isRequestId(p?.requestId)) {
+    if (
+      message.method === 'notifications/cancelled' &&
+      isRequestId(p?.requestId) &&
+      isUsableId(p.requestId)
+    ) {
       await era.sessions.cancelRequest(session.sessionId, String(p.requestId));
     }
     return c.body(null, 202); // notifications/initialized, cancelled, …
@@ -138,13 +155,32 @@ async function initialize(
       200,
     );
   }
+  const stored = { capabilities, clientInfo };
+  if (jsonBytes(stored) > era.maxSessionMetadataBytes || !isStorable(stored)) {
+    return c.json(
+      rpcError(
+        id,
+        ProtocolErrorCode.InvalidParams,
+        `Invalid params: capabilities and clientInfo must be storable and hold at most ${era.maxSessionMetadataBytes} bytes as JSON`,
+      ),
+      200,
+    );
+  }
   const version = negotiateVersion(params.protocolVersion);
-  const sessionId = await era.sessions.create({
-    principal,
-    protocolVersion: version,
-    clientCapabilities: normalizeCapabilities(capabilities as ClientCapabilities),
-    clientInfo: clientInfo as JsonObject,
-  });
+  let sessionId: string;
+  try {
+    sessionId = await era.sessions.create({
+      principal,
+      protocolVersion: version,
+      clientCapabilities: normalizeCapabilities(capabilities as ClientCapabilities),
+      clientInfo: clientInfo as JsonObject,
+    });
+  } catch (err) {
+    if (!(err instanceof QuotaExceededError)) throw err;
+    era.metrics?.quotaRefusals.inc({ limit: err.limit });
+    const { code, message, data } = err.toProtocolError();
+    return c.json(rpcError(id, code, message, data), 429);
+  }
   const result = {
     protocolVersion: version,
     capabilities: legacyCapabilities({ version, ...era.serves }),
@@ -160,4 +196,12 @@ function normalizeCapabilities(caps: ClientCapabilities): ClientCapabilities {
     return { ...caps, elicitation: { form: {} } };
   }
   return caps;
+}
+
+/** Longer request ids are no request's, of ours or (for a cancel) any a client may fairly use. */
+const MAX_REQUEST_ID_CHARS = 256;
+
+/** An id worth looking up or passing on: a number, or a short string Postgres can store. */
+function isUsableId(id: RequestId): boolean {
+  return typeof id === 'number' || (id.length <= MAX_REQUEST_ID_CHARS && isStorable(id));
 }

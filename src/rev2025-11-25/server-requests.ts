@@ -25,9 +25,26 @@ export interface ServerRequests {
  */
 export async function ask(to: ServerRequests, requests: InputRequests): Promise<Record<string, JsonObject>> {
   const ids = new Map<string, string>();
-  for (const [key, request] of Object.entries(requests)) {
-    const requestId = `${SERVER_REQUEST_ID_PREFIX}${randomBytes(9).toString('base64url')}`;
-    ids.set(requestId, key);
+  for (const key of Object.keys(requests)) {
+    ids.set(`${SERVER_REQUEST_ID_PREFIX}${randomBytes(9).toString('base64url')}`, key);
+  }
+  // Recorded before they go out: an answer is kept only for a request the server sent.
+  await to.era.sessions.expectResponses(to.sessionId, [...ids.keys()]);
+  try {
+    return await askRecorded(to, requests, ids);
+  } finally {
+    await to.era.sessions.forgetResponses(to.sessionId, [...ids.keys()]).catch(() => {});
+  }
+}
+
+/** Sends the recorded requests on the stream and waits for every answer. */
+async function askRecorded(
+  to: ServerRequests,
+  requests: InputRequests,
+  ids: ReadonlyMap<string, string>,
+): Promise<Record<string, JsonObject>> {
+  for (const [requestId, key] of ids) {
+    const request = requests[key]!;
     const params = { ...request.params };
     if (to.meta !== undefined) params._meta = { ...(params._meta as JsonObject | undefined), ...to.meta };
     await to.stream.send({

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
 import { ListParamsSchema, TaskIdParamsSchema, type JsonObject } from '../core/wire.ts';
-import { CHANNELS } from '../events/change-feed.ts';
+import { wellFormedTaskId } from '../tasks/ids.ts';
 import { toWireTask, type TaskView } from '../tasks/store/view.ts';
 import { cancelTaskNow } from './cancel.ts';
 import type { SessionRequest } from './request.ts';
@@ -15,7 +15,7 @@ export const taskOf = (view: TaskView): JsonObject => legacyTask(toWireTask(view
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
 export async function tasksGet({ era, session, params }: SessionRequest): Promise<JsonObject> {
-  const { taskId } = TaskIdParamsSchema.parse(params);
+  const taskId = wellFormedTaskId(TaskIdParamsSchema.parse(params).taskId);
   return taskOf(await era.tasks.get(taskId, session.principal));
 }
 
@@ -32,7 +32,7 @@ export async function tasksList({ era, session, params }: SessionRequest): Promi
 
 /** 2025-11-25: the task is `cancelled` before the response, which carries it; a finished task is -32602. */
 export async function tasksCancel({ era, session, params }: SessionRequest): Promise<JsonObject> {
-  const { taskId } = TaskIdParamsSchema.parse(params);
+  const taskId = wellFormedTaskId(TaskIdParamsSchema.parse(params).taskId);
   const view = await cancelTaskNow(era.db, taskId, session.principal);
   if (view === undefined) {
     const current = await era.tasks.get(taskId, session.principal);
@@ -45,21 +45,21 @@ export async function tasksCancel({ era, session, params }: SessionRequest): Pro
 }
 
 /**
- * tasks/result: blocks until the task ends, on whichever instance the client reached, woken by the
- * change feed (a poll at the task's interval is the backstop), then returns exactly what the call
+ * tasks/result: blocks until the task ends, on whichever instance the client reached, handed each
+ * change by the process's reader of changes (a poll at the task's interval is the backstop), then returns exactly what the call
  * would have returned, with the related-task `_meta`. While the task waits for input, its requests that
  * no other stream of the session sent go to the client on this one (see task-input.ts); their answers
  * resume the task, and this wait sees it change.
  */
 export async function tasksResult(req: SessionRequest, signal: AbortSignal): Promise<JsonObject> {
   const { era, session, params, stream } = req;
-  const { taskId } = TaskIdParamsSchema.parse(params);
+  const taskId = wellFormedTaskId(TaskIdParamsSchema.parse(params).taskId);
   const related = { [RELATED_TASK]: { taskId } };
-  let changed = false;
+  // The task as the process's one read of each change found it (no read of this wait's own).
+  let changed: TaskView | undefined;
   let wake: (() => void) | undefined;
-  const off = era.feed?.on(CHANNELS.task, (id) => {
-    if (id !== taskId) return;
-    changed = true;
+  const off = era.taskChanges.watchTask(taskId, session.principal, (view) => {
+    changed = view;
     wake?.();
   });
   // One listener for the whole wait (a task may run for hours, polled every second).
@@ -68,8 +68,8 @@ export async function tasksResult(req: SessionRequest, signal: AbortSignal): Pro
   const streamId = `result-${randomBytes(9).toString('base64url')}`;
   try {
     for (;;) {
-      changed = false;
-      const view = await era.tasks.get(taskId, session.principal);
+      const view = changed ?? (await era.tasks.get(taskId, session.principal));
+      changed = undefined;
       if (TERMINAL.has(view.status)) return finalOf(view, related);
       if (view.status === 'input_required' && view.inputRequests !== null) {
         if (stream === undefined) {
@@ -81,7 +81,7 @@ export async function tasksResult(req: SessionRequest, signal: AbortSignal): Pro
         await deliverTaskInput({ era, session, stream, streamId }, view);
       }
       if (signal.aborted) throw new ProtocolError(ProtocolErrorCode.InternalError, 'Request cancelled');
-      if (!changed) {
+      if (changed === undefined) {
         const timer = new AbortController();
         await Promise.race([
           sleep(Math.max(view.pollIntervalMs, 250), undefined, { signal: timer.signal }).catch(() => {}),
@@ -92,7 +92,7 @@ export async function tasksResult(req: SessionRequest, signal: AbortSignal): Pro
       }
     }
   } finally {
-    off?.();
+    off();
     signal.removeEventListener('abort', onAbort);
     await era.sessions.releaseDeliveries(streamId).catch(() => {});
   }

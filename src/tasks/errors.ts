@@ -11,3 +11,18 @@ export class TaskNotFoundError extends DomainError {
     return new ProtocolError(ProtocolErrorCode.InvalidParams, 'Failed to retrieve task: Task not found');
   }
 }
+
+/** An idempotency key names an earlier create of a different tool or different arguments. */
+export class IdempotencyConflictError extends DomainError {
+  override readonly name = 'IdempotencyConflictError';
+  constructor() {
+    super('Idempotency key reused for a different request');
+  }
+
+  toProtocolError(): ProtocolError {
+    return new ProtocolError(
+      ProtocolErrorCode.InvalidParams,
+      'This idempotency key was used for a different tool call (another tool or other arguments)',
+    );
+  }
+}

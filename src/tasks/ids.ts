@@ -1,3 +1,5 @@
+import { TaskIdSchema } from '../core/wire.ts';
+import { TaskNotFoundError } from './errors.ts';
 import { randomBytes } from 'node:crypto';
 
 /**
@@ -10,4 +12,16 @@ export function newTaskId(): string {
     const id = randomBytes(18).toString('base64url');
     if (!id.startsWith('-')) return id;
   }
+}
+
+/** True when `taskId` has the shape of an id this server issues (no NUL, no 10 kB strings). */
+export const isWellFormedTaskId = (taskId: string): boolean => TaskIdSchema.safeParse(taskId).success;
+
+/**
+ * A task id from a request, in either era: one that cannot name a task is answered exactly like an
+ * unknown one, before any query (Postgres never sees a NUL or a 10 kB id).
+ */
+export function wellFormedTaskId(taskId: string): string {
+  if (!isWellFormedTaskId(taskId)) throw new TaskNotFoundError(taskId.slice(0, 64));
+  return taskId;
 }

@@ -4,9 +4,14 @@ import type { TaskQueue } from '../queue/task-queue.ts';
 import { TaskNotFoundError } from './errors.ts';
 import type { InputResponses } from '../core/wire.ts';
 import { newTaskId } from './ids.ts';
+import { priorityOfRank } from '../queue/priority.ts';
+import { admitCreation, type CreationQuotas } from './store/admission.ts';
+import { isIdempotencyRace, taskOfIdempotencyKey } from './store/idempotency.ts';
 import { requestCancel } from './store/cancel.ts';
 import { insertClaimedTask, insertTask, insertTaskWith, type NewTask } from './store/create.ts';
 import type { ClaimedTask } from './store/lease.ts';
+import type { SignalDelivery } from '../core/signal-delivery.ts';
+import { deliverSignalAndClaim, recordSignalDelivery } from './store/signals.ts';
 import { answerInputRequests, type AnswerOutcome } from './store/input.ts';
 import { listTasks, type TaskListFilter } from './store/list.ts';
 import { getTaskView, getTaskViews, ownedTaskIds } from './store/read.ts';
@@ -35,32 +40,65 @@ export interface TaskServiceDeps {
   db: Kysely<Database>;
   queue: TaskQueue;
   onChange?: TaskChangeNotifier;
-  /** A slot of a worker in this process, if one is free and idle (see LocalStart). */
-  startHere?: (() => LocalStart | undefined) | undefined;
+  /**
+   * A slot of a worker in this process, if one is free and idle (see LocalStart), for a task whose
+   * principal holds `rank` active tasks (a busy principal does not get the slots kept for light ones).
+   */
+  startHere?: ((rank: number) => LocalStart | undefined) | undefined;
+  /** What each principal may create (default: no limits). */
+  quotas?: CreationQuotas | undefined;
 }
+
+const NO_QUOTAS: CreationQuotas = { maxActiveTasks: 2_147_483_647, ratePerSecond: 0, burst: 1 };
 
 /** What the protocol methods do to tasks; every write that must be durable commits before it returns. */
 export class TaskService {
   readonly #db: Kysely<Database>;
   readonly #queue: TaskQueue;
   readonly #onChange: TaskChangeNotifier;
-  readonly #startHere: () => LocalStart | undefined;
+  readonly #startHere: (rank: number) => LocalStart | undefined;
+  readonly #quotas: CreationQuotas;
 
-  constructor({ db, queue, onChange, startHere }: TaskServiceDeps) {
+  constructor({ db, queue, onChange, startHere, quotas }: TaskServiceDeps) {
     this.#db = db;
     this.#queue = queue;
     this.#onChange = onChange ?? (async () => {});
     this.#startHere = startHere ?? (() => undefined);
+    this.#quotas = quotas ?? NO_QUOTAS;
   }
 
   /**
-   * Inserts the task and its first run atomically; returns only after the commit. Claimed by a worker of
-   * this process when one is free (one statement, and the leg starts here); otherwise with its job and
-   * wake-up in one statement where the queue can give its part as SQL, in a transaction where not.
+   * With an idempotency key, the task an earlier create with the same key made, if it is still stored
+   * (the same key for another request: IdempotencyConflictError). Otherwise, a new task:
+   * admits the creation against the principal's quotas (QuotaExceededError), then inserts the task and
+   * its first run atomically; returns only after the commit. Claimed by a worker of this process when one
+   * is free (one statement, and the leg starts here); otherwise with its job and wake-up in one statement
+   * where the queue can give its part as SQL, in a transaction where not. The run's place in the queue
+   * follows the principal's rank (queue/priority.ts).
    */
   async create(task: Omit<NewTask, 'taskId'>): Promise<TaskView> {
+    const { idempotency } = task;
+    if (idempotency === undefined) return this.#createNew(task);
+    // A retry finds the task its first call created (before any quota: it creates nothing).
+    const earlier = await taskOfIdempotencyKey(this.#db, task.principal, idempotency);
+    if (earlier !== undefined) return earlier;
+    try {
+      return await this.#createNew(task);
+    } catch (err) {
+      // The same key's create committed meanwhile (a retry racing its first call): that one is the task.
+      const raced = isIdempotencyRace(err)
+        ? await taskOfIdempotencyKey(this.#db, task.principal, idempotency)
+        : undefined;
+      if (raced === undefined) throw err;
+      return raced;
+    }
+  }
+
+  async #createNew(task: Omit<NewTask, 'taskId'>): Promise<TaskView> {
     const taskId = newTaskId();
-    const slot = this.#startHere();
+    const { rank } = await admitCreation(this.#db, task.principal, this.#quotas);
+    // A task with a concurrency key is claimed only where its key's legs are counted: through the queue.
+    const slot = task.concurrency === undefined ? this.#startHere(rank) : undefined;
     if (slot !== undefined) {
       const { view, claimed } = await insertClaimedTask(
         this.#db,
@@ -74,11 +112,12 @@ export class TaskService {
       slot.run(claimed);
       return view;
     }
-    const firstRun = await this.#queue.firstRun?.(taskId);
+    const priority = priorityOfRank(rank);
+    const firstRun = await this.#queue.firstRun?.(taskId, priority);
     if (firstRun !== undefined) return insertTaskWith(this.#db, { ...task, taskId }, firstRun);
     return this.#db.transaction().execute(async (trx) => {
       const view = await insertTask(trx, { ...task, taskId });
-      await this.#queue.enqueueRun(trx, view.taskId);
+      await this.#queue.enqueueRun(trx, view.taskId, { priority });
       return view;
     });
   }
@@ -106,6 +145,40 @@ export class TaskService {
       if (outcome.answered > 0) await this.#onChange(trx, taskId);
       return outcome;
     });
+  }
+
+  /**
+   * Delivers a task's signal by its token (the token is the credential). The task runs again at once:
+   * in this process when one of its workers has a free slot (claimed in the delivery's transaction, the
+   * leg started once it commits, as `create` does), else through the queue. A task still running before
+   * its wait is not claimed: its queued run is turned away, and it finds the signal at its wait.
+   */
+  async deliverSignal(token: string, payload: unknown): Promise<SignalDelivery> {
+    // The principal is not known before the delivery: only a slot any principal may take.
+    const slot = this.#startHere(Number.MAX_SAFE_INTEGER);
+    if (slot === undefined) {
+      return this.#db.transaction().execute(async (trx) => {
+        const { outcome, taskId } = await recordSignalDelivery(trx, token, payload);
+        if (taskId === undefined) return outcome;
+        await this.#queue.enqueueRun(trx, taskId);
+        await this.#onChange(trx, taskId);
+        return outcome;
+      });
+    }
+    try {
+      // One statement: the delivery and the claim (a task held by a running attempt needs no run).
+      const { outcome, taskId, claimed, keyed } = await deliverSignalAndClaim(this.#db, token, payload, slot);
+      if (taskId !== undefined && keyed === true) {
+        await this.#db.transaction().execute((trx) => this.#queue.enqueueRun(trx, taskId));
+      }
+      if (taskId !== undefined) await this.#onChange(this.#db, taskId);
+      if (claimed !== undefined) slot.run(claimed);
+      else slot.release();
+      return outcome;
+    } catch (err) {
+      slot.release();
+      throw err;
+    }
   }
 
   /** One page of the principal's tasks, newest first, narrowed by `filter` (2025-11-25 `tasks/list`). */

@@ -7,12 +7,17 @@ import {
   type JsonObject,
   type Notification,
 } from '../core/wire.ts';
-import type { LogLevel, ToolContext } from './define.ts';
+import type { LogLevel, SignalHandle, SignalResult, ToolContext } from './define.ts';
+import type { StepOptions } from './retry.ts';
 
 export type { Notification };
 
-/** What differs between running as a task (durable) and running synchronously (MRTR). */
-export interface ToolRuntime {
+/**
+ * What a handler's context is built on, the part that differs between a task's attempt on a worker
+ * (worker/attempt-backend.ts: durable steps, input through `input_required`) and a synchronous call
+ * inside one HTTP request (request-backend.ts: steps just run, input through MRTR).
+ */
+export interface ContextBackend {
   readonly principal: string;
   readonly taskId: string | undefined;
   readonly clientCapabilities: ClientCapabilities;
@@ -26,11 +31,16 @@ export interface ToolRuntime {
   notify?: ((notification: Notification) => Promise<void>) | undefined;
   /** Ends the call's response stream early, where the client can resume it. */
   closeStream?: (() => void) | undefined;
-  step<T>(name: string, fn: () => Promise<T> | T): Promise<T>;
+  step<T>(name: string, fn: (signal: AbortSignal) => Promise<T> | T, options?: StepOptions): Promise<T>;
+  sleep(name: string, duration: number | Date): Promise<void>;
+  map: ToolContext['map'];
+  patched(id: string): Promise<boolean>;
+  createSignal(name: string, opts?: { timeoutMs?: number }): Promise<SignalHandle>;
+  waitForSignal(signal: SignalHandle, opts?: { statusMessage?: string }): Promise<SignalResult>;
   input(requests: InputRequests): Promise<Record<string, JsonObject>>;
 }
 
-export function createToolContext(rt: ToolRuntime): ToolContext {
+export function createToolContext(rt: ContextBackend): ToolContext {
   const one = async (key: string, request: InputRequests[string]) => {
     const responses = await rt.input({ [key]: request });
     return responses[key] as JsonObject;
@@ -45,7 +55,12 @@ export function createToolContext(rt: ToolRuntime): ToolContext {
     events: rt.events ?? NO_EVENTS,
     status: (message) => rt.status(message),
     closeStream: () => rt.closeStream?.(),
-    step: (name, fn) => rt.step(name, fn),
+    step: (name, fn, options) => rt.step(name, fn, options),
+    sleep: (name, duration) => rt.sleep(name, duration),
+    map: (name, items, fn, options) => rt.map(name, items, fn, options),
+    patched: (id) => rt.patched(id),
+    createSignal: (name, opts) => rt.createSignal(name, opts),
+    waitForSignal: (signal, opts) => rt.waitForSignal(signal, opts),
     input: (requests) => rt.input(requests),
     elicit: async (key, params) =>
       (await one(key, {

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { MapOptions, RetryPolicy, StepOptions } from './retry.ts';
 import type { ServerEvents } from '../core/server-events.ts';
 import type {
   CallToolResult,
@@ -17,6 +18,20 @@ import type {
 export type TaskSupport = 'required' | 'optional' | 'never';
 
 export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** A signal a task waits for: give `url` (or `token`) to whoever must deliver it. */
+export interface SignalHandle {
+  readonly name: string;
+  /** The credential: whoever holds it can deliver the signal, once. */
+  readonly token: string;
+  /** `POST` a JSON body here to deliver it (PUBLIC_URL, or http://HOST:PORT, + `/signals/{token}`). */
+  readonly url: string;
+  /** When a wait for it times out; null when only the task's TTL bounds it. */
+  readonly timeoutAt: Date | null;
+}
+
+/** How a wait for a signal ended: its payload, or its timeout (a result, not an exception). */
+export type SignalResult = { status: 'delivered'; payload: unknown } | { status: 'timed_out' };
 
 /** Parameters of a form- or URL-mode `elicitation/create` request. */
 export type ElicitParams = JsonObject & { message: string };
@@ -45,8 +60,59 @@ export interface ToolContext {
    * Runs `fn` once per task: its result is checkpointed in Postgres and returned without running `fn`
    * again when the handler is replayed after input, a retry or a crash. Code outside steps must be
    * deterministic; a step in flight when a worker dies may run twice, so steps must be idempotent.
+   * `fn` gets the step's signal (the task's; with `timeoutMs`, one that also fires at the timeout).
+   * `retry` retries `fn` alone: short backoffs wait in the slot, longer ones park the task until the
+   * next attempt; when its attempts are used up the task fails (StepFailedError), whatever the tool's
+   * own policy. Each failure is counted with its error (`tasks show`, the dashboard).
    */
-  step<T>(name: string, fn: () => Promise<T> | T): Promise<T>;
+  step<T>(name: string, fn: (signal: AbortSignal) => Promise<T> | T, options?: StepOptions): Promise<T>;
+  /**
+   * Runs `fn` once per item, in parallel over the whole worker pool, at most `concurrency` at a time
+   * (default 8), and returns the results in the items' order. Each item is checkpointed on its own
+   * (a crash redoes only unfinished items; an item in flight when its worker dies runs again, so `fn`
+   * must be idempotent); the task waits without a slot meanwhile, its statusMessage saying `k/n items`.
+   * An item whose `fn` throws is retried by `retry` (default: the tool's policy); one that fails for
+   * good stops the others and the map throws StepFailedError. An item runs on any worker by replaying
+   * the handler up to this call from its checkpoints, so everything before it must be steps or
+   * deterministic code, and `fn` gets only its item, index and signal: no `ctx` inside it. `name` is
+   * unique within the task, like a step's. A synchronous call runs the items in its request.
+   */
+  map<T, R>(
+    name: string,
+    items: readonly T[],
+    fn: (item: T, index: number, signal: AbortSignal) => Promise<R> | R,
+    options?: MapOptions,
+  ): Promise<R[]>;
+  /**
+   * Waits `duration` ms, or until a Date, durably: the deadline is recorded once under `name` (unique
+   * within the task, like a step's), the leg ends and the task stays `working` with a statusMessage
+   * saying until when, holding no worker slot and no connection; any worker runs it again at the
+   * deadline, and the handler replays to here and goes on. Sleeps under a second wait in the slot. A
+   * cancel during a sleep cancels at once; the TTL keeps running. A synchronous call waits in its request.
+   */
+  sleep(name: string, duration: number | Date): Promise<void>;
+  /**
+   * Changes a tool's code safely while its tasks run: `if (await ctx.patched('new-validation')) { new
+   * steps } else { old steps }`. A task that had already recorded steps past this point (it started on the
+   * old code) gets false and replays the old path; a task that reaches it now gets true, records that,
+   * and gets true on every replay. Once no task started before the deploy is left, drop the old path and
+   * the call. Without it, a replay that meets a different step where one was recorded fails the task
+   * with a message naming both (the determinism guard).
+   */
+  patched(id: string): Promise<boolean>;
+  /**
+   * Creates a signal once per task (the same handle on every replay): something outside the calling
+   * client (a webhook, a third party's approval link) delivers it with `POST /signals/{token}` on any
+   * instance, or `server.deliverSignal(token, payload)`; the first delivery wins. Tasks only.
+   */
+  createSignal(name: string, opts?: { timeoutMs?: number }): Promise<SignalHandle>;
+  /**
+   * Waits for the signal without a worker: the leg ends and the task stays `working` ("Waiting for
+   * signal …") until it is delivered or times out. A signal delivered before the wait is kept and
+   * returned at once. A cancel during the wait cancels at once. `statusMessage` replaces "Waiting for
+   * signal <name>" (the task's requestor sees it: put the URL there only if they may deliver it).
+   */
+  waitForSignal(signal: SignalHandle, opts?: { statusMessage?: string }): Promise<SignalResult>;
   /**
    * Asks the client for input. Keys must be unique over the task's lifetime and stable across replays:
    * the same key always names the same request. Resolves once every key has been answered; until then a
@@ -71,6 +137,12 @@ export interface ToolContext {
 /** The context of a `prepare` phase: synchronous, before any task exists. */
 export type PrepareContext = Omit<ToolContext, 'taskId' | 'prepared' | 'status'>;
 
+/** See ToolDefinition.concurrency. */
+export interface ConcurrencyLimit<A = unknown> {
+  limit: number;
+  key?: (args: A, ctx: { readonly principal: string }) => string;
+}
+
 /** A tool: its wire description, its zod input schema and its handler. */
 export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   name: string;
@@ -86,6 +158,27 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   taskSupport?: TaskSupport;
   /** Task time-to-live; `null` for unlimited. Default: the server's TASK_TTL_MS. */
   ttlMs?: number | null;
+  /**
+   * How a task whose handler throws is retried: attempts in all, backoff, which errors. Default: the
+   * server's TASK_RETRY_LIMIT retries, TASK_RETRY_DELAY_SECONDS apart. A NonRetryableError (and a
+   * ProtocolError) fails the task at once. A retry runs the handler again from its checkpoints, on any
+   * worker, after the delay (the slot is not held meanwhile).
+   */
+  retry?: RetryPolicy;
+  /**
+   * Caps how many of this tool's tasks run at once, cluster-wide: at most `limit` legs per key (the
+   * key's value from the call's arguments and principal, e.g. `(args, ctx) => ctx.principal`; one key
+   * for the whole tool when `key` is absent). Counted on running legs, not on tasks that wait (for
+   * input, a signal, a sleep); a task over the limit stays `working` until a place frees. Tasks only: a
+   * synchronous call is not counted.
+   */
+  concurrency?: ConcurrencyLimit<z.output<S>>;
+  /**
+   * Makes creates idempotent by the arguments: calls of one principal whose key is the same return the
+   * task the first made, while it is stored (e.g. `(args) => args.reportId`). Without it, a client may
+   * send its own key in `_meta["dev.durable-mcp-tasks/idempotencyKey"]` (docs/protocol.md).
+   */
+  idempotencyKey?: (args: z.output<S>, ctx: { readonly principal: string }) => string;
   /** Suggested polling interval for this tool's tasks. Default: the server's TASK_POLL_INTERVAL_MS. */
   pollIntervalMs?: number;
   annotations?: JsonObject;

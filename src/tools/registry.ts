@@ -23,6 +23,10 @@ export class ToolRegistry {
 
   register(tool: ToolDefinition): this {
     if (this.#tools.has(tool.name)) throw new Error(`Tool ${tool.name} is registered twice`);
+    const limit = tool.concurrency?.limit;
+    if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1)) {
+      throw new Error(`Tool ${tool.name}: concurrency.limit must be a whole number ≥ 1 (got ${limit})`);
+    }
     this.#tools.set(tool.name, tool);
     this.#descriptions = undefined;
     return this;

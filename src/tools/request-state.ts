@@ -1,4 +1,12 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  createHmac,
+  hkdfSync,
+  randomBytes,
+  timingSafeEqual,
+} from 'node:crypto';
 import { z } from 'zod';
 import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
 import { InputResponsesSchema, type InputResponses } from '../core/wire.ts';
@@ -36,16 +44,26 @@ export interface RequestStateBinding {
   arguments: unknown;
 }
 
+/** A sealed state of this version: `2.<iv>.<ciphertext>.<tag>`, each base64url. */
+const SEALED_PREFIX = '2.';
+
 /**
- * Integrity-protected MRTR requestState (HMAC-SHA256): carries the input responses gathered in earlier
- * rounds, bound to the principal, the request and an expiry, so tampered or replayed state is rejected.
+ * MRTR requestState, sealed with AES-256-GCM (authenticated encryption: the client can neither read nor
+ * change it): carries the input responses gathered in earlier rounds, bound to the principal, the request
+ * (method, name, arguments) and an expiry, so state that was tampered with, expired or is presented for
+ * another principal or request is refused. Not single-use: within its expiry, the same principal may send
+ * the same request with the same state again, which applies the same answers again (what answering again
+ * would do); docs/security.md says so. States sealed by the version before (readable, HMAC-signed) are
+ * still opened until they expire.
  */
 export class RequestStateSealer {
   readonly #key: Buffer;
+  readonly #cipherKey: Buffer;
   readonly #ttlMs: number;
 
   constructor(secret: string | Buffer, ttlMs = 10 * 60_000) {
     this.#key = createHash('sha256').update(secret).digest();
+    this.#cipherKey = Buffer.from(hkdfSync('sha256', secret, '', 'durable-mcp-tasks requestState v2', 32));
     this.#ttlMs = ttlMs;
   }
 
@@ -58,21 +76,21 @@ export class RequestStateSealer {
       e: now + this.#ttlMs,
       r: responses,
     } satisfies z.infer<typeof PayloadSchema>;
-    const body = Buffer.from(JSON.stringify(payload)).toString('base64url');
-    return `${body}.${this.#mac(body)}`;
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.#cipherKey, iv);
+    const sealed = Buffer.concat([cipher.update(JSON.stringify(payload), 'utf8'), cipher.final()]);
+    const parts = [iv, sealed, cipher.getAuthTag()].map((b) => b.toString('base64url'));
+    return `${SEALED_PREFIX}${parts.join('.')}`;
   }
 
   /** The responses carried by `state`; -32602 when it was tampered with, expired or is bound elsewhere. */
   open(state: string, binding: RequestStateBinding, now = Date.now()): InputResponses {
     const invalid = () => new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid requestState');
-    const [body, mac, extra] = state.split('.');
-    if (body === undefined || mac === undefined || extra !== undefined) throw invalid();
-    const expected = Buffer.from(this.#mac(body));
-    const given = Buffer.from(mac);
-    if (expected.length !== given.length || !timingSafeEqual(expected, given)) throw invalid();
+    const text = state.startsWith(SEALED_PREFIX) ? this.#decrypt(state) : this.#verified(state);
+    if (text === undefined) throw invalid();
     let parsed: z.infer<typeof PayloadSchema>;
     try {
-      parsed = PayloadSchema.parse(JSON.parse(Buffer.from(body, 'base64url').toString('utf8')));
+      parsed = PayloadSchema.parse(JSON.parse(text));
     } catch {
       throw invalid();
     }
@@ -85,6 +103,32 @@ export class RequestStateSealer {
       throw invalid();
     }
     return parsed.r;
+  }
+
+  /** A state of this version's payload, or undefined when it was not sealed with this key as it is. */
+  #decrypt(state: string): string | undefined {
+    const [iv, sealed, tag, extra] = state.slice(SEALED_PREFIX.length).split('.');
+    if (iv === undefined || sealed === undefined || tag === undefined || extra !== undefined)
+      return undefined;
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', this.#cipherKey, Buffer.from(iv, 'base64url'));
+      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+      return Buffer.concat([decipher.update(Buffer.from(sealed, 'base64url')), decipher.final()]).toString(
+        'utf8',
+      );
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The payload of a state sealed by the version before (`<body>.<HMAC>`), if its MAC holds. */
+  #verified(state: string): string | undefined {
+    const [body, mac, extra] = state.split('.');
+    if (body === undefined || mac === undefined || extra !== undefined) return undefined;
+    const expected = Buffer.from(this.#mac(body));
+    const given = Buffer.from(mac);
+    if (expected.length !== given.length || !timingSafeEqual(expected, given)) return undefined;
+    return Buffer.from(body, 'base64url').toString('utf8');
   }
 
   #mac(body: string): string {

@@ -1,8 +1,6 @@
 import { CHANNELS } from '../../events/change-feed.ts';
 import { z } from 'zod';
 import { coerceError } from '../../log.ts';
-import { isTerminal } from '../../tasks/status.ts';
-import { toDetailedTask, type TaskView } from '../../tasks/store/view.ts';
 import type { MethodHandler, RequestContext } from '../context.ts';
 import {
   missingTasksExtension,
@@ -12,6 +10,7 @@ import {
 } from '../../core/errors.ts';
 import type { ServerDeps } from '../server-deps.ts';
 import { META_SUBSCRIPTION_ID } from '../../core/wire.ts';
+import { SubscriptionTasks } from './subscription-tasks.ts';
 import { declaresTasks } from './tasks.ts';
 
 const FilterSchema = z
@@ -78,51 +77,20 @@ export function subscriptionsListen(deps: ServerDeps): MethodHandler {
     };
     send('notifications/subscriptions/acknowledged', { notifications: honoured });
 
-    const lastSent = new Map<string, string>();
-    const watched = new Set(taskIds);
-    const publish = async (view: TaskView) => {
-      const detailed = toDetailedTask(view);
-      const fingerprint = JSON.stringify(detailed);
-      if (lastSent.get(view.taskId) === fingerprint) return;
-      lastSent.set(view.taskId, fingerprint);
-      // A finished task never changes again: stop watching it once its last state is out.
-      if (isTerminal(view.status)) watched.delete(view.taskId);
-      await notify({ method: 'notifications/tasks', params: { ...detailed, _meta: meta } });
-    };
-    // At most one read in flight per task, and one sweep over all of them: notifications can come much
-    // faster than reads, and a slow database must not pile reads up.
-    const pending = new Set<string>();
-    const refresh = (taskId: string) => {
-      if (pending.has(taskId)) return;
-      pending.add(taskId);
-      queue = queue
-        .then(async () => {
-          pending.delete(taskId);
-          if (!watched.has(taskId)) return;
-          await publish(await deps.tasks.get(taskId, ctx.principal));
-        })
-        .catch((err: unknown) =>
-          ctx.log.debug('task notification skipped', { taskId, error: coerceError(err).message }),
-        );
-    };
-    let sweeping = false;
-    const refreshAll = () => {
-      if (sweeping || watched.size === 0) return;
-      sweeping = true;
-      queue = queue
-        .then(async () => {
-          for (const view of await deps.tasks.getMany([...watched], ctx.principal)) await publish(view);
-        })
-        .catch((err: unknown) =>
-          ctx.log.debug('task notifications skipped', { error: coerceError(err).message }),
-        )
-        .finally(() => (sweeping = false));
-    };
+    const tasks = new SubscriptionTasks(taskIds, {
+      tasks: deps.tasks,
+      taskChanges: deps.taskChanges,
+      principal: ctx.principal,
+      log: ctx.log,
+      enqueue: (step) => {
+        const run = queue.then(step);
+        queue = run.catch(() => {});
+        return run;
+      },
+      notify: (detailed) => notify({ method: 'notifications/tasks', params: { ...detailed, _meta: meta } }),
+    });
 
     const unsubscribe = [
-      feed.on(CHANNELS.task, (taskId) => {
-        if (watched.has(taskId)) refresh(taskId);
-      }),
       feed.on(CHANNELS.list, (kind) => {
         const flag = LIST_FLAG[kind as keyof typeof LIST_FLAG];
         if (flag !== undefined && honoured[flag] === true) send(`notifications/${kind}/list_changed`);
@@ -130,11 +98,12 @@ export function subscriptionsListen(deps: ServerDeps): MethodHandler {
       feed.on(CHANNELS.resource, (uri) => {
         if (resourceUris.has(uri)) send('notifications/resources/updated', { uri });
       }),
-      feed.onResync(refreshAll),
+      feed.onResync(() => tasks.refreshAll()),
     ];
     // The current state first, so that a change just before the subscription is not missed.
-    refreshAll();
-    const backstop = watched.size > 0 ? setInterval(refreshAll, deps.subscriptionPollMs) : undefined;
+    tasks.refreshAll();
+    const backstop =
+      tasks.size > 0 ? setInterval(() => tasks.refreshAll(), deps.subscriptionPollMs) : undefined;
 
     // Listeners on long-lived signals are removed when the stream ends, or they would pile up.
     const ended = new AbortController();
@@ -148,6 +117,7 @@ export function subscriptionsListen(deps: ServerDeps): MethodHandler {
       ended.abort();
       clearInterval(backstop);
       for (const off of unsubscribe) off();
+      tasks.close();
       open.set(ctx.principal, (open.get(ctx.principal) ?? 1) - 1);
     }
     await queue;

@@ -1,15 +1,10 @@
 import { toDetailedTask } from '../../tasks/store/view.ts';
 import type { MethodHandler, RequestContext } from '../context.ts';
 import { missingTasksExtension, TASKS_EXTENSION } from '../../core/errors.ts';
-import { TaskNotFoundError } from '../../tasks/errors.ts';
+import { wellFormedTaskId } from '../../tasks/ids.ts';
 import { assertSize, assertStorable } from '../../core/limits.ts';
 import type { ServerDeps } from '../server-deps.ts';
-import {
-  META_CLIENT_CAPABILITIES,
-  TaskIdParamsSchema,
-  TaskIdSchema,
-  UpdateTaskParamsSchema,
-} from '../../core/wire.ts';
+import { META_CLIENT_CAPABILITIES, TaskIdParamsSchema, UpdateTaskParamsSchema } from '../../core/wire.ts';
 
 export function declaresTasks(ctx: Pick<RequestContext, 'meta'>): boolean {
   return ctx.meta[META_CLIENT_CAPABILITIES].extensions?.[TASKS_EXTENSION] !== undefined;
@@ -18,10 +13,7 @@ export function declaresTasks(ctx: Pick<RequestContext, 'meta'>): boolean {
 /** The tasks methods need the extension on the request (-32021) and a well-formed task id. */
 function taskIdOf(ctx: RequestContext): string {
   if (!declaresTasks(ctx)) throw missingTasksExtension();
-  const { taskId } = TaskIdParamsSchema.parse(ctx.params);
-  // A malformed id cannot name a task: it is answered exactly like an unknown one.
-  if (!TaskIdSchema.safeParse(taskId).success) throw new TaskNotFoundError(taskId.slice(0, 64));
-  return taskId;
+  return wellFormedTaskId(TaskIdParamsSchema.parse(ctx.params).taskId);
 }
 
 export function tasksGet(deps: ServerDeps): MethodHandler {

@@ -1,22 +1,61 @@
 import { toWireTask } from '../../tasks/store/view.ts';
 import type { MethodHandler, MethodResult } from '../context.ts';
-import { InputRequiredSignal } from '../../tools/sync-runtime.ts';
-import { describeIssues, missingTasksExtension, ProtocolError } from '../../core/errors.ts';
+import { InputRequiredSignal } from '../../tools/request-backend.ts';
+import {
+  describeIssues,
+  missingTasksExtension,
+  ProtocolError,
+  ProtocolErrorCode,
+} from '../../core/errors.ts';
 import { runWithMrtr } from '../mrtr.ts';
 import { assertSize, assertStorable } from '../../core/limits.ts';
 import type { ServerDeps } from '../server-deps.ts';
-import { CallToolParamsSchema, META_CLIENT_CAPABILITIES, type CallToolResult } from '../../core/wire.ts';
+import {
+  CallToolParamsSchema,
+  META_CLIENT_CAPABILITIES,
+  META_IDEMPOTENCY_KEY,
+  type CallToolResult,
+  type JsonObject,
+} from '../../core/wire.ts';
+import { idempotencyOf, type Idempotency } from '../../tasks/store/idempotency.ts';
+import type { ToolDefinition } from '../../tools/define.ts';
 import { validateParamHeaders } from './param-headers.ts';
 import { declaresTasks } from './tasks.ts';
 import { injectCarrier } from '../../core/tracing.ts';
+import { concurrencyOf } from '../../tools/concurrency-key.ts';
+import { syncCallTimedOut, withTimeBudget } from '../sync-budget.ts';
 
 function toolError(text: string): MethodResult {
   return { resultType: 'complete', content: [{ type: 'text', text }], isError: true };
 }
 
+/** The create's idempotency key: the tool's own from the arguments, else the client's in `_meta`. */
+function idempotencyOfCall(
+  tool: ToolDefinition,
+  args: unknown,
+  rawArgs: JsonObject,
+  ctx: { principal: string; params: Record<string, unknown> },
+): Idempotency | undefined {
+  const toolKey = tool.idempotencyKey?.(args, { principal: ctx.principal });
+  // A tool's keys are its own; a client's are one space per principal.
+  if (toolKey !== undefined) return idempotencyOf(`tool ${tool.name}\n${toolKey}`, tool.name, rawArgs);
+  const key = (ctx.params._meta as Record<string, unknown> | undefined)?.[META_IDEMPOTENCY_KEY];
+  if (key === undefined) return undefined;
+  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidParams,
+      `_meta["${META_IDEMPOTENCY_KEY}"] must be a string of 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`,
+    );
+  }
+  return idempotencyOf(`client\n${key}`, tool.name, rawArgs);
+}
+
+const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+
 /**
- * tools/call: validates the arguments, then either runs the handler here (synchronous, with MRTR for
- * input) or creates a task, whose row and first job commit together before the CreateTaskResult is sent.
+ * tools/call: validates the arguments, then either runs the handler synchronously (with MRTR for input,
+ * within SYNC_CALL_TIMEOUT_MS, on a sync-call thread when there is one for the tool, else here) or
+ * creates a task, whose row and first job commit together before the CreateTaskResult is sent.
  */
 export function toolsCall(deps: ServerDeps): MethodHandler {
   return async (ctx) => {
@@ -43,40 +82,52 @@ export function toolsCall(deps: ServerDeps): MethodHandler {
     if (asTask) {
       assertStorable('arguments', rawArgs);
       assertStorable('clientCapabilities', ctx.meta[META_CLIENT_CAPABILITIES]);
+      // Both are stored with the task: together they are held to the arguments' limit.
+      const stored = { arguments: rawArgs, clientCapabilities: ctx.meta[META_CLIENT_CAPABILITIES] };
+      assertSize('arguments with clientCapabilities', stored, deps.limits.maxArgumentsBytes);
     }
-    const outcome = await runWithMrtr(
-      deps,
-      ctx,
-      { request: `tools/call:${tool.name}`, arguments: rawArgs },
-      async (toolCtx): Promise<MethodResult> => {
-        if (!asTask) {
+    const idempotency = asTask ? idempotencyOfCall(tool, parsed.data, rawArgs, ctx) : undefined;
+    const binding = { request: `tools/call:${tool.name}`, arguments: rawArgs };
+    if (!asTask) {
+      const timeoutMs = deps.limits.syncCallTimeoutMs ?? Infinity;
+      const timedOut = () => syncCallTimedOut(tool.name, timeoutMs, policy === 'optional');
+      const outcome = await withTimeBudget(timeoutMs, ctx.signal, timedOut, (signal) =>
+        runWithMrtr(deps, { ...ctx, signal }, binding, async (toolCtx, backend): Promise<MethodResult> => {
           try {
-            const result: CallToolResult = await tool.handler(parsed.data, toolCtx);
+            const result: CallToolResult =
+              deps.syncCalls?.runs(tool.name) === true
+                ? await deps.syncCalls.run({ toolName: tool.name, arguments: rawArgs, backend })
+                : await tool.handler(parsed.data, toolCtx);
             return { ...result, resultType: 'complete' };
           } catch (err) {
-            if (err instanceof ProtocolError || err instanceof InputRequiredSignal || ctx.signal.aborted)
+            if (err instanceof ProtocolError || err instanceof InputRequiredSignal || signal.aborted)
               throw err;
             // An exception inside a synchronous handler is a tool execution error, reported to the model.
             ctx.log.warn('tool handler threw', { tool: tool.name, error: String(err) });
             return toolError(`Tool ${tool.name} failed: ${err instanceof Error ? err.message : String(err)}`);
           }
-        }
-        const prepared = tool.prepare === undefined ? undefined : await tool.prepare(parsed.data, toolCtx);
-        assertStorable('the input gathered before the task', prepared);
-        const view = await deps.tasks.create({
-          principal: ctx.principal,
-          toolName: tool.name,
-          arguments: rawArgs,
-          prepared,
-          clientCapabilities: ctx.meta[META_CLIENT_CAPABILITIES],
-          ttlMs: tool.ttlMs === undefined ? deps.taskDefaults.ttlMs : tool.ttlMs,
-          pollIntervalMs: tool.pollIntervalMs ?? deps.taskDefaults.pollIntervalMs,
-          ...ctx.taskTraits,
-          traceContext: ctx.trace === undefined ? undefined : injectCarrier(ctx.trace),
-        });
-        return { resultType: 'task', ...toWireTask(view) };
-      },
-    );
+        }),
+      );
+      return outcome.done ? outcome.value : outcome.result;
+    }
+    const outcome = await runWithMrtr(deps, ctx, binding, async (toolCtx): Promise<MethodResult> => {
+      const prepared = tool.prepare === undefined ? undefined : await tool.prepare(parsed.data, toolCtx);
+      assertStorable('the input gathered before the task', prepared);
+      const view = await deps.tasks.create({
+        principal: ctx.principal,
+        toolName: tool.name,
+        arguments: rawArgs,
+        prepared,
+        clientCapabilities: ctx.meta[META_CLIENT_CAPABILITIES],
+        ttlMs: tool.ttlMs === undefined ? deps.taskDefaults.ttlMs : tool.ttlMs,
+        pollIntervalMs: tool.pollIntervalMs ?? deps.taskDefaults.pollIntervalMs,
+        ...ctx.taskTraits,
+        traceContext: ctx.trace === undefined ? undefined : injectCarrier(ctx.trace),
+        concurrency: concurrencyOf(tool, parsed.data, ctx.principal),
+        idempotency,
+      });
+      return { resultType: 'task', ...toWireTask(view) };
+    });
     return outcome.done ? outcome.value : outcome.result;
   };
 }

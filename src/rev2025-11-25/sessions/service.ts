@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
+import { QuotaExceededError } from '../../core/errors.ts';
 import type { JsonObject } from '../../core/wire.ts';
 import type { Database } from '../../db/database.ts';
 import type { ChangeFeed } from '../../events/change-feed.ts';
@@ -7,7 +8,7 @@ import { SESSION_CHANNELS } from '../channels.ts';
 import { SessionCache } from './cache.ts';
 import { claimDeliveries, releaseDeliveries } from './deliveries.ts';
 import { appendEvent, eventsAfter, streamOf, type StreamEvent } from './events.ts';
-import { recordResponse, takeResponses } from './responses.ts';
+import { expectResponses, forgetResponses, recordResponse, takeResponses } from './responses.ts';
 import {
   createSession,
   endSession,
@@ -34,6 +35,8 @@ export interface SessionServiceOptions {
    * Without it, once this instance did.
    */
   servingListeners?: readonly string[] | undefined;
+  /** Live sessions one principal may hold (MAX_SESSIONS_PER_PRINCIPAL); unlimited by default. */
+  maxSessionsPerPrincipal?: number | undefined;
 }
 
 /** How long a DELETE waits for the other instances to forget the session before it answers anyway. */
@@ -43,6 +46,7 @@ const FORGET_WAIT_MS = 2_000;
 export class SessionService {
   readonly #db: Kysely<Database>;
   readonly #idleTtlMs: number;
+  readonly #maxSessions: number;
   /** `last_seen_at` is refreshed when older than this: idle expiry needs no write per request. */
   readonly #refreshAfterMs: number;
   readonly #feed: ChangeFeed | undefined;
@@ -54,10 +58,11 @@ export class SessionService {
 
   constructor(
     db: Kysely<Database>,
-    { idleTtlMs = 3_600_000, feed, servingListeners }: SessionServiceOptions = {},
+    { idleTtlMs = 3_600_000, feed, servingListeners, maxSessionsPerPrincipal }: SessionServiceOptions = {},
   ) {
     this.#db = db;
     this.#idleTtlMs = idleTtlMs;
+    this.#maxSessions = maxSessionsPerPrincipal ?? 2_147_483_647;
     this.#refreshAfterMs = Math.min(30_000, idleTtlMs / 2);
     this.#feed = feed;
     this.#servingListeners = servingListeners;
@@ -78,8 +83,17 @@ export class SessionService {
     });
   }
 
+  /** Opens a session; QuotaExceededError when its principal holds MAX_SESSIONS_PER_PRINCIPAL live ones. */
   async create(s: Omit<Session, 'sessionId' | 'logLevel'>): Promise<string> {
-    const sessionId = await createSession(this.#db, s);
+    const max = this.#maxSessions;
+    const sessionId = await createSession(this.#db, s, { maxSessions: max, idleTtlMs: this.#idleTtlMs });
+    if (sessionId === undefined) {
+      throw new QuotaExceededError(
+        'MAX_SESSIONS_PER_PRINCIPAL',
+        max,
+        'Too many open sessions: end some (DELETE) or let them expire',
+      );
+    }
     if (this.#caching) this.#cache.set({ ...s, sessionId, logLevel: null }, Date.now());
     return sessionId;
   }
@@ -144,6 +158,12 @@ export class SessionService {
   /** notifications/cancelled: tells whichever instance runs the request to stop it. */
   async cancelRequest(sessionId: string, requestId: string): Promise<void> {
     await sql`select pg_notify(${SESSION_CHANNELS.cancel}, ${`${sessionId} ${requestId}`})`.execute(this.#db);
+  }
+  expectResponses(sessionId: string, requestIds: readonly string[]): Promise<void> {
+    return expectResponses(this.#db, sessionId, requestIds);
+  }
+  forgetResponses(sessionId: string, requestIds: readonly string[]): Promise<void> {
+    return forgetResponses(this.#db, sessionId, requestIds);
   }
   recordResponse(sessionId: string, requestId: string, response: JsonObject): Promise<void> {
     return recordResponse(this.#db, sessionId, requestId, response);

@@ -19,22 +19,29 @@ export function newSessionId(): string {
   return randomBytes(18).toString('base64url');
 }
 
+/**
+ * Creates a session unless its principal already holds `maxSessions` live ones (not ended, seen within
+ * `idleTtlMs`): undefined then. One statement; creates racing on several instances may each pass the
+ * count, so the quota can be overshot by as many as race, never grow without bound.
+ */
 export async function createSession(
   db: Kysely<Database>,
   s: Omit<Session, 'sessionId' | 'logLevel'>,
-): Promise<string> {
+  { maxSessions, idleTtlMs }: { maxSessions: number; idleTtlMs: number },
+): Promise<string | undefined> {
   const sessionId = newSessionId();
-  await db
-    .insertInto('mcp_sessions')
-    .values({
-      session_id: sessionId,
-      principal: s.principal,
-      protocol_version: s.protocolVersion,
-      client_capabilities: JSON.stringify(s.clientCapabilities),
-      client_info: JSON.stringify(s.clientInfo),
-    })
-    .execute();
-  return sessionId;
+  const { rows } = await sql<{ session_id: string }>`
+    insert into mcp_sessions (session_id, principal, protocol_version, client_capabilities, client_info)
+    select ${sessionId}, ${s.principal}, ${s.protocolVersion}, ${JSON.stringify(s.clientCapabilities)}::jsonb,
+      ${JSON.stringify(s.clientInfo)}::jsonb
+    where (select count(*) from (
+        select 1 from mcp_sessions
+        where principal = ${s.principal} and ended_at is null
+          and last_seen_at > now() - ${idleTtlMs} * interval '1 millisecond'
+        limit ${maxSessions}::int
+      ) live) < ${maxSessions}::int
+    returning session_id`.execute(db);
+  return rows[0]?.session_id;
 }
 
 /** A live session as read from Postgres, with how long ago it was last seen (by the database's clock). */

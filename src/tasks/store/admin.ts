@@ -5,6 +5,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { TaskNotFoundError } from '../errors.ts';
 import { ACTIVE_STATUSES, TERMINAL_STATUSES } from '../status.ts';
+import { isWellFormedTaskId } from '../ids.ts';
 import { requestCancel } from './cancel.ts';
 import { TASK_VIEW_COLUMNS, toTaskView, type TaskView } from './view.ts';
 
@@ -75,6 +76,7 @@ export async function adminListTasks(
   let query = db
     .selectFrom('tasks')
     .select(ADMIN_COLUMNS)
+    .where('parent_task_id', 'is', null)
     .orderBy('created_at', 'desc')
     .orderBy('task_id', 'desc')
     .limit(Math.min(Math.max(filter.limit ?? 50, 1), 1000));
@@ -107,6 +109,8 @@ export interface TaskHistory {
   task: AdminTask;
   /** Durable steps in the order they completed. */
   steps: { name: string; attempt: number; at: Date }[];
+  /** Steps that failed: how often, and the last error's message (step retry policies count these). */
+  stepFailures: { name: string; failures: number; lastError: string; at: Date }[];
   /** Input requests: whether and when each was answered, never the answer. */
   inputRequests: { key: string; method: string; askedAt: Date; answeredAt: Date | null }[];
   /** Each run leg: the worker that claimed it, when, and the lease it took. */
@@ -115,19 +119,26 @@ export interface TaskHistory {
 
 /** One task with its durable steps and input requests; undefined when there is no such task. */
 export async function adminGetTask(db: Kysely<Database>, taskId: string): Promise<TaskHistory | undefined> {
+  if (!isWellFormedTaskId(taskId)) return undefined; // (a NUL or a 10 kB id names no task)
   const row = await db
     .selectFrom('tasks')
     .select(ADMIN_COLUMNS)
     .where('task_id', '=', taskId)
     .executeTakeFirst();
   if (row === undefined) return undefined;
-  const [steps, inputs, attempts] = await Promise.all([
+  const [steps, failures, inputs, attempts] = await Promise.all([
     db
       .selectFrom('task_steps')
       .select(['name', 'attempt', 'created_at'])
       .where('task_id', '=', taskId)
       .orderBy('created_at')
       .orderBy('name')
+      .execute(),
+    db
+      .selectFrom('task_step_failures')
+      .select(['name', 'failures', 'last_error', 'last_failed_at'])
+      .where('task_id', '=', taskId)
+      .orderBy('last_failed_at')
       .execute(),
     db
       .selectFrom('task_input_requests')
@@ -146,6 +157,12 @@ export async function adminGetTask(db: Kysely<Database>, taskId: string): Promis
   return {
     task: toAdminTask(row),
     steps: steps.map((s) => ({ name: s.name, attempt: s.attempt, at: s.created_at })),
+    stepFailures: failures.map((f) => ({
+      name: f.name,
+      failures: f.failures,
+      lastError: f.last_error,
+      at: f.last_failed_at,
+    })),
     inputRequests: inputs.map((i) => ({
       key: i.key,
       method: methodOf(i.request),
@@ -184,9 +201,10 @@ export async function adminActivity(db: Kysely<Database>, minutes = 60): Promise
                 then date_trunc('minute', t.last_updated_at) end as f,
            count(*)::int as n
       from tasks t, bounds b
-     where t.created_at >= b.start
+     where t.parent_task_id is null -- (a map's items are their parent's work)
+       and (t.created_at >= b.start
         or t.status in ('working', 'input_required')
-        or t.last_updated_at >= b.start
+        or t.last_updated_at >= b.start)
      group by 1, 2, 3`.execute(db);
   const MINUTE = 60_000;
   const end = (rows[0]?.now ?? new Date(Math.floor(Date.now() / MINUTE) * MINUTE)).getTime();
@@ -217,6 +235,7 @@ export async function adminCancelTask(
   db: Kysely<Database>,
   taskId: string,
 ): Promise<{ status: string; cancelledNow: boolean }> {
+  if (!isWellFormedTaskId(taskId)) throw new TaskNotFoundError(taskId.slice(0, 64));
   return db.transaction().execute(async (trx) => {
     const owner = await trx
       .selectFrom('tasks')

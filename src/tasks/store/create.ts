@@ -4,6 +4,7 @@ import { withStatements, type Statement } from '../../db/statements.ts';
 import type { ClientCapabilities, JsonObject } from '../../core/wire.ts';
 import type { TraceCarrier } from '../../core/tracing.ts';
 import { claimDeadline, type ClaimedTask } from './lease.ts';
+import type { Idempotency } from './idempotency.ts';
 import { TASK_VIEW_COLUMNS, toTaskView, type TaskView } from './view.ts';
 
 /**
@@ -28,6 +29,10 @@ export interface NewTask extends TaskTraits {
   pollIntervalMs: number;
   /** The creating request's trace context: every run leg continues it. */
   traceContext?: TraceCarrier | undefined;
+  /** The tool's concurrency cap for this task: at most `limit` legs with this key run at once. */
+  concurrency?: { key: string; limit: number } | undefined;
+  /** The create's idempotency key and what it was for (see store/idempotency.ts). */
+  idempotency?: Idempotency | undefined;
 }
 
 /** Inserts a task in `working`; run it in the transaction that also enqueues its job. */
@@ -103,6 +108,10 @@ function insertQuery(db: Kysely<Database>, task: NewTask, claim?: { workerId: st
       status: 'working',
       ttl_ms: task.ttlMs,
       poll_interval_ms: task.pollIntervalMs,
+      concurrency_key: task.concurrency?.key ?? null,
+      concurrency_limit: task.concurrency?.limit ?? null,
+      idempotency_key: task.idempotency?.key ?? null,
+      idempotency_fingerprint: task.idempotency?.fingerprint ?? null,
       ...(claim === undefined
         ? { lease_expires_at: claimDeadline() }
         : {

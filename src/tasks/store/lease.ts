@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import type { ClientCapabilities, JsonObject } from '../../core/wire.ts';
 import type { TraceCarrier } from '../../core/tracing.ts';
@@ -38,117 +38,131 @@ export interface ClaimedTask {
   createdAt: Date;
   /** The creating request's trace context, if it was traced. */
   traceContext: TraceCarrier | null;
+  /** Set for a map item (ctx.map): its leg replays the parent's handler and runs this item only. */
+  mapItem?: MapItemRef | undefined;
+  /** The tool's concurrency key for this task, when it has one: its leg's end lets the next one run. */
+  concurrencyKey?: string | undefined;
+}
+
+/** A map item: the task whose handler called `ctx.map`, the map's name, the item's index. */
+export interface MapItemRef {
+  parentTaskId: string;
+  mapName: string;
+  index: number;
+}
+
+/** The columns a claim returns, by name (see toClaimedTask). */
+export const CLAIMED_COLUMNS = [
+  'task_id',
+  'principal',
+  'tool_name',
+  'arguments',
+  'prepared',
+  'client_capabilities',
+  'attempt',
+  'failures',
+  'created_at',
+  'trace_context',
+  'lease_expires_at',
+  'parent_task_id',
+  'map_name',
+  'map_index',
+  'concurrency_key',
+] as const;
+
+export interface ClaimedRow {
+  task_id: string;
+  principal: string;
+  tool_name: string;
+  arguments: unknown;
+  prepared: unknown;
+  client_capabilities: unknown;
+  attempt: number;
+  failures: number;
+  created_at: Date;
+  trace_context: unknown;
+  parent_task_id: string | null;
+  map_name: string | null;
+  map_index: number | null;
+  concurrency_key: string | null;
+}
+
+export function toClaimedTask(row: ClaimedRow): ClaimedTask {
+  return {
+    taskId: row.task_id,
+    principal: row.principal,
+    toolName: row.tool_name,
+    arguments: row.arguments as JsonObject,
+    prepared: row.prepared ?? undefined,
+    clientCapabilities: row.client_capabilities as ClientCapabilities,
+    attempt: row.attempt,
+    failures: row.failures,
+    createdAt: row.created_at,
+    traceContext: (row.trace_context as TraceCarrier | null | undefined) ?? null,
+    ...(row.parent_task_id !== null && {
+      mapItem: { parentTaskId: row.parent_task_id, mapName: row.map_name!, index: row.map_index! },
+    }),
+    ...(row.concurrency_key !== null && { concurrencyKey: row.concurrency_key }),
+  };
+}
+
+/** A claimed row read back as JSON (`row_to_json` of a claim's CTE): its timestamp is text there. */
+export type ClaimedJson = Omit<ClaimedRow, 'created_at'> & { created_at: string };
+
+export function claimedFromJson(row: ClaimedJson): ClaimedTask {
+  return toClaimedTask({ ...row, created_at: new Date(row.created_at) });
 }
 
 /**
- * Starts a new attempt of a `working` task: bumps `attempt` (the fence every later write names) and
- * records the lease. Undefined when the task is not runnable (terminal, waiting for input, cancelled)
- * or another attempt still holds a live lease (a duplicate delivery must not steal a running task).
+ * The claim, as the CTEs of a statement (`target`, `claimed`, `recorded`; the statement selects from
+ * `claimed`): of the tasks whose ids `ids` selects, those that are runnable get a new attempt leased to
+ * `workerId`, and each attempt's record (which worker, when, its lease) for the timeline (tasks with a
+ * concurrency key only when `keyed`: the caller counts their key's legs first). The rows are
+ * locked in task id order, so two claims that share a task (a duplicate delivery) queue behind each
+ * other instead of deadlocking. Statements that do more than claim (a signal's delivery) put their own
+ * CTEs before these.
  */
-export async function claimTask(
-  db: Kysely<Database>,
-  taskId: string,
+export function claimCtes(
+  ids: RawBuilder<unknown>,
   workerId: string,
   leaseMs: number,
-): Promise<ClaimedTask | undefined> {
-  return (await claimTasks(db, [taskId], workerId, leaseMs)).get(taskId);
-}
-
-/**
- * claimTask for a batch of deliveries, in one statement: the tasks that are runnable, by id. The rows
- * are locked in task id order, so two batches that share a task (a duplicate delivery) queue behind
- * each other instead of deadlocking.
- */
-export async function claimTasks(
-  db: Kysely<Database>,
-  taskIds: readonly string[],
-  workerId: string,
-  leaseMs: number,
-): Promise<Map<string, ClaimedTask>> {
-  if (taskIds.length === 0) return new Map();
-  // One statement: the claim, and each attempt's record (which worker, when, its lease) for the timeline.
-  const rows = await db
-    .with('target', (qb) =>
-      qb
-        .selectFrom('tasks')
-        .select('task_id')
-        .where(sql<boolean>`task_id = any(${[...taskIds]}::text[])`)
-        .where('status', '=', 'working')
-        .where('cancel_requested_at', 'is', null)
-        .where((eb) => eb.or([eb('leased_by', 'is', null), eb('lease_expires_at', '<', sql<Date>`now()`)]))
-        .orderBy('task_id')
-        .forUpdate(),
-    )
-    .with('claimed', (qb) =>
-      qb
-        .updateTable('tasks')
-        .from('target')
-        .set((eb) => ({
-          attempt: eb('attempt', '+', 1),
-          leased_by: workerId,
-          lease_expires_at: sql`now() + ${leaseMs} * interval '1 millisecond'`,
-        }))
-        .whereRef('tasks.task_id', '=', 'target.task_id')
-        .returning([
-          'tasks.task_id',
-          'principal',
-          'tool_name',
-          'arguments',
-          'prepared',
-          'client_capabilities',
-          'attempt',
-          'failures',
-          'created_at',
-          'trace_context',
-          'lease_expires_at',
-        ]),
-    )
-    .with('recorded', (qb) =>
-      qb
-        .insertInto('task_attempts')
-        .columns(['task_id', 'attempt', 'worker_id', 'lease_expires_at'])
-        .expression((eb) =>
-          eb
-            .selectFrom('claimed')
-            .select([
-              'claimed.task_id',
-              'claimed.attempt',
-              sql<string>`${workerId}::text`.as('worker_id'),
-              'claimed.lease_expires_at',
-            ]),
-        ),
-    )
-    .selectFrom('claimed')
-    .selectAll()
-    .execute();
-  return new Map(
-    rows.map((row) => [
-      row.task_id,
-      {
-        taskId: row.task_id,
-        principal: row.principal,
-        toolName: row.tool_name,
-        arguments: row.arguments as JsonObject,
-        prepared: row.prepared ?? undefined,
-        clientCapabilities: row.client_capabilities as ClientCapabilities,
-        attempt: row.attempt,
-        failures: row.failures,
-        createdAt: row.created_at,
-        traceContext: (row.trace_context as TraceCarrier | null | undefined) ?? null,
-      },
-    ]),
-  );
+  { keyed = false }: { keyed?: boolean } = {},
+): RawBuilder<unknown> {
+  const columns = sql.join(CLAIMED_COLUMNS.map((c) => sql.raw(`t.${c}`)));
+  // A task with a concurrency key is claimed only where its key's running legs are counted under a lock
+  // (concurrency.ts), never in passing.
+  const keyFilter = keyed ? sql`` : sql`and concurrency_key is null`;
+  return sql`target as (
+      select task_id from tasks
+      where task_id in (${ids}) and status = 'working' and cancel_requested_at is null
+        and (leased_by is null or lease_expires_at < now()) ${keyFilter}
+      order by task_id
+      for update
+    ), claimed as (
+      update tasks t set attempt = t.attempt + 1, leased_by = ${workerId},
+        lease_expires_at = now() + ${leaseMs} * interval '1 millisecond'
+      from target where t.task_id = target.task_id
+      returning ${columns}
+    ), recorded as (
+      insert into task_attempts (task_id, attempt, worker_id, lease_expires_at)
+      select task_id, attempt, ${workerId}::text, lease_expires_at from claimed
+    )`;
 }
 
 /**
  * Hands a task back (still `working`) so that another attempt can claim it, counting a crash when
- * `failed`; fenced by attempt. False when the attempt no longer held the task.
+ * `failed`, with a new `statusMessage` when given (a durable sleep says until when); fenced by
+ * attempt. False when the attempt no longer held the task.
  */
 export async function releaseTask(
   db: Kysely<Database>,
   taskId: string,
   attempt: number,
-  { failed = false, delayMs = 0 }: { failed?: boolean; delayMs?: number } = {},
+  {
+    failed = false,
+    delayMs = 0,
+    statusMessage,
+  }: { failed?: boolean; delayMs?: number; statusMessage?: string } = {},
 ): Promise<boolean> {
   const row = await db
     .updateTable('tasks')
@@ -156,6 +170,7 @@ export async function releaseTask(
       leased_by: null,
       lease_expires_at: claimDeadline(delayMs),
       ...(failed ? { failures: eb('failures', '+', 1) } : {}),
+      ...(statusMessage === undefined ? {} : { status_message: statusMessage, last_updated_at: sql`now()` }),
     }))
     .where('task_id', '=', taskId)
     .where('attempt', '=', attempt)

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { ProtocolError, ProtocolErrorCode } from '../../core/errors.ts';
+import { isWellFormedTaskId } from '../ids.ts';
 import type { TaskStatus } from '../status.ts';
 import { TASK_VIEW_COLUMNS, toTaskView, type TaskView } from './view.ts';
 
@@ -16,8 +17,10 @@ function decodeCursor(cursor: string): [string, string] {
       Array.isArray(value) &&
       value.length === 2 &&
       typeof value[0] === 'string' &&
-      !Number.isNaN(Date.parse(value[0])) &&
-      typeof value[1] === 'string'
+      typeof value[1] === 'string' &&
+      // Exactly what encodeCursor writes: a date Postgres reads, an id of our shape (no NUL reaches it).
+      isIsoInstant(value[0]) &&
+      isWellFormedTaskId(value[1])
     ) {
       return [value[0], value[1]];
     }
@@ -25,6 +28,14 @@ function decodeCursor(cursor: string): [string, string] {
     // falls through
   }
   throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Failed to list tasks: Invalid cursor');
+}
+
+/** An instant as toISOString writes it, in years 1–9999 (JavaScript's year 0 and ±years are not Postgres's). */
+function isIsoInstant(text: string): boolean {
+  const at = new Date(text);
+  if (Number.isNaN(at.getTime()) || at.toISOString() !== text) return false;
+  const year = at.getUTCFullYear();
+  return year >= 1 && year <= 9999;
 }
 
 /** Which of a principal's tasks a page lists: those made at `origin` (see TaskTraits), in `status`. */
@@ -48,6 +59,8 @@ export async function listTasks(
     .selectFrom('tasks')
     .select(TASK_VIEW_COLUMNS)
     .where('principal', '=', principal)
+    // (A map's items are the work of their parent, never listed on their own.)
+    .where('parent_task_id', 'is', null)
     .orderBy('created_at', 'desc')
     .orderBy('task_id', 'desc')
     .limit(limit + 1);

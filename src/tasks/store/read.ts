@@ -1,18 +1,22 @@
 import { sql, type CompiledQuery, type Kysely } from 'kysely';
-import { TaskIdSchema } from '../../core/wire.ts';
 import type { Database } from '../../db/database.ts';
+import { isWellFormedTaskId } from '../ids.ts';
 import { TASK_VIEW_COLUMNS, toTaskView, type TaskView, type TaskViewRow } from './view.ts';
 
-/** Tasks of one principal, with their outstanding input requests folded in by a subquery. */
-function views(db: Kysely<Database>, principal: string) {
+/** Tasks as views, with their outstanding input requests folded in by a subquery (`t` is the task). */
+export function taskViews(db: Kysely<Database>) {
   return db
     .selectFrom('tasks as t')
     .select(TASK_VIEW_COLUMNS.map((c) => `t.${c}` as const))
     .select(
       sql<unknown>`(select jsonb_object_agg(r.key, r.request order by r.created_at, r.key)
         from task_input_requests r where r.task_id = t.task_id and r.response is null)`.as('input_requests'),
-    )
-    .where('t.principal', '=', principal);
+    );
+}
+
+/** Tasks of one principal, as views. */
+function views(db: Kysely<Database>, principal: string) {
+  return taskViews(db).where('t.principal', '=', principal);
 }
 
 /** tasks/get's query, compiled once: the SQL is the same for every call, only the parameters change. */
@@ -66,7 +70,7 @@ export async function ownedTaskIds(
   ids: readonly string[],
   principal: string,
 ): Promise<string[]> {
-  const wellFormed = [...new Set(ids)].filter((id) => TaskIdSchema.safeParse(id).success);
+  const wellFormed = [...new Set(ids)].filter(isWellFormedTaskId);
   if (wellFormed.length === 0) return [];
   const rows = await db
     .selectFrom('tasks')

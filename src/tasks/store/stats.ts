@@ -6,26 +6,32 @@ import { ACTIVE_STATUSES } from '../status.ts';
 
 /**
  * The cluster-wide numbers behind the store gauges, in one round trip: tasks by status, due runs waiting
- * in pg-boss and the oldest one's age, and active tasks past their TTL that no sweep has expired yet.
+ * in pg-boss and the oldest one's age, runs scheduled for later, and active tasks past their TTL that no
+ * sweep has expired yet.
  */
 export async function readStoreStats(db: Kysely<Database>, bossSchema = 'pgboss'): Promise<StoreStats> {
   const job = sql.table(`${bossSchema}.job`);
   const { rows } = await sql<{ kind: string; key: string | null; n: string; age: number | null }>`
     select 'status' as kind, status as key, count(*)::text as n, null::float8 as age
-      from tasks group by status
+      from tasks where parent_task_id is null group by status
     union all
     select 'waiting', null, count(*)::text,
            coalesce(extract(epoch from now() - min(start_after)), 0)::float8
       from ${job}
      where name = ${RUN_QUEUE} and state in ('created', 'retry') and start_after <= now()
     union all
+    select 'delayed', null, count(*)::text, null
+      from ${job}
+     where name = ${RUN_QUEUE} and state in ('created', 'retry') and start_after > now()
+    union all
     select 'expired', null, count(*)::text, null
       from tasks
-     where expires_at <= now() and status in (${sql.join([...ACTIVE_STATUSES])})
+     where expires_at <= now() and parent_task_id is null and status in (${sql.join([...ACTIVE_STATUSES])})
   `.execute(db);
   const stats: StoreStats = {
     tasksByStatus: {},
     runsWaiting: 0,
+    runsDelayed: 0,
     oldestWaitingRunSeconds: 0,
     expiredNotSwept: 0,
   };
@@ -34,7 +40,8 @@ export async function readStoreStats(db: Kysely<Database>, bossSchema = 'pgboss'
     else if (row.kind === 'waiting') {
       stats.runsWaiting = Number(row.n);
       stats.oldestWaitingRunSeconds = Math.max(0, row.age ?? 0);
-    } else if (row.kind === 'expired') stats.expiredNotSwept = Number(row.n);
+    } else if (row.kind === 'delayed') stats.runsDelayed = Number(row.n);
+    else if (row.kind === 'expired') stats.expiredNotSwept = Number(row.n);
   }
   return stats;
 }

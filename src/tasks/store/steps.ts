@@ -2,14 +2,77 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { LeaseLostError } from './lease.ts';
 
+/** A task's recorded steps: their values by name, which step was called at each position, and failures. */
+export interface StepHistory {
+  values: Map<string, unknown>;
+  positions: Map<number, string>;
+  /** Failed attempts so far, by step name (a step's retry policy counts on from here). */
+  failures: Map<string, number>;
+  /**
+   * The payloads of the task's signals delivered so far, by signal name (read with the steps that
+   * created them): a wait for one of them needs no query of its own.
+   */
+  deliveredSignals: Map<string, unknown>;
+}
+
+/** The step under which a signal records its handle (ctx.createSignal): its name is the signal's own. */
+export const signalStepName = (name: string) => `signal:${name}`;
+
+/** A history with nothing recorded yet (a task's first attempt). */
+export const emptyStepHistory = (): StepHistory => ({
+  values: new Map(),
+  positions: new Map(),
+  failures: new Map(),
+  deliveredSignals: new Map(),
+});
+
 /** Checkpointed step results of a task, by step name. */
 export async function loadSteps(db: Kysely<Database>, taskId: string): Promise<Map<string, unknown>> {
-  const rows = await db
-    .selectFrom('task_steps')
-    .select(['name', 'output'])
-    .where('task_id', '=', taskId)
-    .execute();
-  return new Map(rows.map((r) => [r.name, (r.output as { value?: unknown }).value]));
+  return (await loadStepHistory(db, taskId)).values;
+}
+
+export async function loadStepHistory(db: Kysely<Database>, taskId: string): Promise<StepHistory> {
+  const [rows, failed] = await Promise.all([
+    db
+      .selectFrom('task_steps as s')
+      // A signal's step and its delivery, in the same read.
+      .leftJoin('task_signals as g', (join) =>
+        join
+          .onRef('g.task_id', '=', 's.task_id')
+          .on(sql<boolean>`s.name = ${signalStepName('')} || g.name`)
+          .on('g.delivered_at', 'is not', null),
+      )
+      .select(['s.name', 's.output', 's.position', 'g.name as signal', 'g.payload'])
+      .where('s.task_id', '=', taskId)
+      .execute(),
+    db.selectFrom('task_step_failures').select(['name', 'failures']).where('task_id', '=', taskId).execute(),
+  ]);
+  return {
+    values: new Map(rows.map((r) => [r.name, (r.output as { value?: unknown }).value])),
+    positions: new Map(rows.flatMap((r) => (r.position === null ? [] : [[r.position, r.name] as const]))),
+    failures: new Map(failed.map((f) => [f.name, f.failures])),
+    deliveredSignals: new Map(
+      rows.flatMap((r) =>
+        r.signal === null ? [] : [[r.signal, (r.payload as { value?: unknown } | null)?.value] as const],
+      ),
+    ),
+  };
+}
+
+/** Counts a step's failed attempt with its error (fenced by attempt); the count so far. */
+export async function recordStepFailure(
+  db: Kysely<Database>,
+  { taskId, attempt, name, error }: { taskId: string; attempt: number; name: string; error: string },
+): Promise<number> {
+  const { rows } = await sql<{ failures: number }>`
+    insert into task_step_failures (task_id, name, failures, last_error)
+    select t.task_id, ${name}, 1, ${error.slice(0, 1_000)}
+    from tasks t where t.task_id = ${taskId} and t.attempt = ${attempt} and t.status = 'working'
+    on conflict (task_id, name) do update
+      set failures = task_step_failures.failures + 1, last_error = excluded.last_error, last_failed_at = now()
+    returning failures`.execute(db);
+  if (rows.length === 0) throw new LeaseLostError(taskId, attempt);
+  return rows[0]!.failures;
 }
 
 export interface StepRecord {
@@ -17,6 +80,8 @@ export interface StepRecord {
   attempt: number;
   name: string;
   value: unknown;
+  /** The step's position in the handler's run (see the determinism guard in attempt-backend.ts). */
+  position?: number | undefined;
 }
 
 /**
@@ -29,8 +94,9 @@ export async function saveStep(
   attempt: number,
   name: string,
   value: unknown,
+  position?: number,
 ): Promise<unknown> {
-  const [saved] = await saveSteps(db, [{ taskId, attempt, name, value }]);
+  const [saved] = await saveSteps(db, [{ taskId, attempt, name, value, position }]);
   return saved;
 }
 
@@ -47,14 +113,15 @@ export async function saveSteps(
     task_id: s.taskId,
     attempt: s.attempt,
     name: s.name,
+    position: s.position ?? null,
     // `{}` for undefined, so that a replay sees undefined again, not null.
     output: s.value === undefined ? {} : { value: s.value },
   }));
   const { rows: inserted } = await sql<{ task_id: string; attempt: number; name: string }>`
-    insert into task_steps (task_id, name, output, attempt)
-    select v.task_id, v.name, v.output, v.attempt
+    insert into task_steps (task_id, name, output, attempt, position)
+    select v.task_id, v.name, v.output, v.attempt, v.position
     from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-      as v(task_id text, attempt int, name text, output jsonb)
+      as v(task_id text, attempt int, name text, output jsonb, position int)
     join tasks t on t.task_id = v.task_id and t.attempt = v.attempt and t.status = 'working'
     on conflict (task_id, name) do nothing
     returning task_id, attempt, name`.execute(db);

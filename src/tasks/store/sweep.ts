@@ -25,6 +25,8 @@ export async function expireTasks(db: Kysely<Database>, limit: number): Promise<
         .selectFrom('tasks')
         .select('task_id')
         .where('expires_at', '<=', sql<Date>`now()`)
+        // (A map's items end with their parent: see the migration add_task_map_items.)
+        .where('parent_task_id', 'is', null)
         .where('status', 'in', ACTIVE_STATUSES)
         .orderBy('expires_at')
         .limit(limit)
@@ -46,6 +48,7 @@ export async function purgeTasks(db: Kysely<Database>, limit: number, graceMs: n
         .selectFrom('tasks')
         .select('task_id')
         .where('expires_at', '<=', sql<Date>`now() - ${graceMs} * interval '1 millisecond'`)
+        .where('parent_task_id', 'is', null)
         .where('status', 'in', TERMINAL_STATUSES)
         .orderBy('expires_at')
         .limit(limit)
@@ -61,9 +64,10 @@ export async function purgeTasks(db: Kysely<Database>, limit: number, graceMs: n
 export async function sweepNeeded(db: Kysely<Database>, graceMs: number): Promise<boolean> {
   const row = await sql<{ needed: boolean }>`
     select exists (select 1 from tasks where status = 'working' and lease_expires_at < now())
-        or exists (select 1 from tasks where expires_at <= now() and status in ('working', 'input_required'))
+        or exists (select 1 from tasks where expires_at <= now() and parent_task_id is null
+                                          and status in ('working', 'input_required'))
         or exists (select 1 from tasks where expires_at <= now() - ${graceMs} * interval '1 millisecond'
-                                          and status in ('completed', 'failed', 'cancelled'))
+                                          and parent_task_id is null and status in ('completed', 'failed', 'cancelled'))
        as needed`.execute(db);
   return row.rows[0]?.needed === true;
 }

@@ -1,5 +1,7 @@
 import type { ToolDefinition } from '../define.ts';
 import { analyzeNumbers } from './analyze-numbers.ts';
+import { approvedExport } from './approved-export.ts';
+import { checksumShards } from './checksum-shards.ts';
 import { confirmAction } from './confirm-action.ts';
 import { echo } from './echo.ts';
 import { failWith } from './fail-with.ts';
@@ -10,4 +12,10 @@ export const SHIPPED_TOOLS: readonly ToolDefinition[] = [
   confirmAction,
   failWith,
   echo,
+  approvedExport,
+  checksumShards,
 ] as ToolDefinition[];
+
+/** This module, which sync-call threads load the shipped tools from (as `tools`, like a `--tools` module). */
+export const SHIPPED_TOOLS_MODULE = import.meta.url;
+export { SHIPPED_TOOLS as tools };
