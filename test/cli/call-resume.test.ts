@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLI, runCli } from '../helpers/cli.ts';
-import { useTestServer } from '../helpers/runtime.ts';
+import { useTestServer } from '../helpers/server-process.ts';
 import { useTerminals } from '../helpers/terminal.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -45,7 +45,8 @@ describe('call, killed and resumed', () => {
       '--arg',
       'count=1000000',
       '--arg',
-      'delayMsPerChunk=400',
+      // 15 s: the task must still be running when the second CLI (a cold tsx start) attaches, on a busy machine too.
+      'delayMsPerChunk=1500',
     ]);
     const taskId = await printedId(first.screen);
     // The record is on disk before the id is on screen.
@@ -61,9 +62,9 @@ describe('call, killed and resumed', () => {
       timeoutMs: 20_000,
       what: 'the progress bar of the resumed task',
     });
-    expect(await waitFor(again.exitCode, { timeoutMs: 30_000, what: 'the resumed CLI to end' })).toBe('0');
+    expect(await waitFor(again.exitCode, { timeoutMs: 60_000, what: 'the resumed CLI to end' })).toBe('0');
     expect(again.screen()).toMatch(/Analyzed 1000000 values in 10 chunks: sum=\d+/);
-  });
+  }, 90_000);
 
   it('a task waiting for input when the client died is answered after --resume ID', async () => {
     const first = inTerminal('asking', ['confirm_action', '--arg', 'action=resume me']);

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { hashToken } from '../../src/http/auth/static-tokens.ts';
 import { CLI, runCli, type Run } from '../helpers/cli.ts';
-import { useTestServer } from '../helpers/runtime.ts';
+import { useTestServer } from '../helpers/server-process.ts';
 import { useTerminals, type TerminalWindow } from '../helpers/terminal.ts';
 
 /** This file's task records (never the user's own state folder). */

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLI, run } from '../helpers/cli.ts';
-import { useTestServer } from '../helpers/runtime.ts';
+import { useTestServer } from '../helpers/server-process.ts';
 
 const CLI_LINE = CLI.map((part) => JSON.stringify(part)).join(' ');
 

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { runCli, type Run } from '../helpers/cli.ts';
-import { useTestServer } from '../helpers/runtime.ts';
+import { useTestServer } from '../helpers/server-process.ts';
 
 /** Runs `tasks …` with DATABASE_URL set to `databaseUrl`. */
 function cli(args: string[], databaseUrl: string): Promise<Run> {
@@ -88,6 +88,29 @@ describe('the operator CLI', () => {
     const left = JSON.parse((await cli(['list', '--json'], url)).stdout) as { taskId: string }[];
     expect(left.map((t) => t.taskId).sort()).toEqual([asking.taskId, slow.taskId].sort());
   });
+
+  it(
+    'prints client-controlled text with its control characters escaped (an OSC 52 clipboard write stays text)',
+    { timeout: 60_000 },
+    async () => {
+      const { mcp, tdb } = server;
+      const task = await mcp.callTool('analyze_numbers', { count: 10 });
+      await mcp.waitForTask(task.taskId as string);
+      const hostile = 'done\u001b]52;c;ZWNobyBwd25lZA==\u0007 \u009b31m red \u202e';
+      await sql`update tasks set status_message = ${hostile} where task_id = ${task.taskId}`.execute(tdb.db);
+      for (const args of [['list'], ['show', task.taskId as string]]) {
+        const run = await cli(args, tdb.url);
+        expect(run.code, run.stderr).toBe(0);
+        expect(run.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/);
+        expect(run.stdout).toContain('\\u{1b}]52;c;');
+      }
+      // --json keeps the text exact (JSON escapes it).
+      const listed = JSON.parse((await cli(['list', '--json'], tdb.url)).stdout) as {
+        statusMessage: string;
+      }[];
+      expect(listed.map((t) => t.statusMessage)).toContain(hostile);
+    },
+  );
 
   it('explains what is missing or wrong', { timeout: 60_000 }, async () => {
     // No DATABASE_URL and no embedded Postgres in this folder (npm-start.test.ts reads one that is there).

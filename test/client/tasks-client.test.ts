@@ -15,7 +15,7 @@ import {
 } from '../../src/client/index.ts';
 import { expectedAnalysis } from '../helpers/analysis.ts';
 import { startIndependentTasksServer } from '../helpers/independent-tasks-server.ts';
-import { useTestServer } from '../helpers/runtime.ts';
+import { useTestServer } from '../helpers/server-process.ts';
 
 /** What each server's tools are called to run a slow task and a task that asks for input. */
 interface ServerCase {

@@ -1,4 +1,4 @@
-import type { RuntimeOptions } from '../../src/runtime.ts';
+import type { ProcessOptions } from '../../src/process/start.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { EVERYTHING_TOOLS } from './everything-tools.ts';
 import { PROMPTS, RESOURCE_TEMPLATES, RESOURCES } from './resources-prompts.ts';
@@ -7,7 +7,7 @@ import { TASKS_TOOLS } from './tasks-tools.ts';
 
 /** The conformance fixture: the suite's tools, resources and prompts, beside the shipped tools. */
 export const CONFORMANCE_FIXTURE: Pick<
-  RuntimeOptions,
+  ProcessOptions,
   'tools' | 'resources' | 'resourceTemplates' | 'prompts'
 > = {
   tools: [...EVERYTHING_TOOLS, ...SESSION_TOOLS, ...TASKS_TOOLS, ...SHIPPED_TOOLS],

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
-import { startRuntime } from '../../src/runtime.ts';
+import { startProcess } from '../../src/process/start.ts';
 import { CONFORMANCE_FIXTURE } from './fixture.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -36,7 +36,7 @@ interface Check {
 }
 
 const { values } = parseArgs({ options: { url: { type: 'string' }, only: { type: 'string' } } });
-let runtime: Awaited<ReturnType<typeof startRuntime>> | undefined;
+let runtime: Awaited<ReturnType<typeof startProcess>> | undefined;
 let url = values.url;
 if (url === undefined) {
   const config = loadConfig({
@@ -47,7 +47,7 @@ if (url === undefined) {
     HOST: '127.0.0.1',
     PORT: '0',
   });
-  runtime = await startRuntime({
+  runtime = await startProcess({
     config,
     log: createLogger(config.LOG_LEVEL),
     role: 'all',

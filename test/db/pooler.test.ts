@@ -2,9 +2,9 @@ import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
-import { startRuntime } from '../../src/runtime.ts';
+import { startProcess } from '../../src/process/start.ts';
 import { databaseEnv, throughPooler } from '../helpers/database-env.ts';
-import { FAST_ENV, useTestServer } from '../helpers/runtime.ts';
+import { FAST_ENV, useTestServer } from '../helpers/server-process.ts';
 
 const server = useTestServer();
 
@@ -46,7 +46,7 @@ describe.runIf(throughPooler())('through PgBouncer in transaction mode', () => {
       DB_STARTUP_TIMEOUT_MS: '600000',
     });
     await expect(
-      startRuntime({ config, log: createLogger('silent'), role: 'server', tools: [] }),
+      startProcess({ config, log: createLogger('silent'), role: 'server', tools: [] }),
     ).rejects.toThrow(/refused a startup parameter .*DB_STATEMENT_TIMEOUT_MS=0.*ALTER ROLE/);
   });
 });

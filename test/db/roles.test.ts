@@ -5,11 +5,11 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDb } from '../../src/db/database.ts';
 import { createLogger } from '../../src/log.ts';
 import { migrateDatabase } from '../../src/migrate.ts';
-import type { Runtime } from '../../src/runtime.ts';
+import type { ServerProcess } from '../../src/process/start.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { allowPoolerUser } from '../helpers/database-env.ts';
 import { RawMcp } from '../helpers/mcp.ts';
-import { startTestRuntime } from '../helpers/runtime.ts';
+import { startTestProcess } from '../helpers/server-process.ts';
 import { TEST_TOOLS } from '../helpers/test-tools.ts';
 import { withDatabase } from '../helpers/urls.ts';
 
@@ -51,9 +51,9 @@ async function tryAs(role: string, statement: string): Promise<string> {
   }
 }
 
-const runtimes: Runtime[] = [];
+const runtimes: ServerProcess[] = [];
 const start = async (env: Record<string, string>) => {
-  const rt = await startTestRuntime({
+  const rt = await startTestProcess({
     databaseUrl: asRole(APP),
     tools: [...SHIPPED_TOOLS, ...TEST_TOOLS],
     env: { TASK_PURGE_GRACE_MS: '0', ...env },

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { sessionOptions } from '../../src/db/database.ts';
 import { throughPooler } from '../helpers/database-env.ts';
-import { useTestServer } from '../helpers/runtime.ts';
+import { useTestServer } from '../helpers/server-process.ts';
 
 // Small limits, so that the test sees each one act.
 const server = useTestServer({

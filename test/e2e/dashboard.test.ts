@@ -6,10 +6,10 @@ import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Runtime } from '../../src/runtime.ts';
+import type { ServerProcess } from '../../src/process/start.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { RawMcp } from '../helpers/mcp.ts';
-import { startTestRuntime } from '../helpers/runtime.ts';
+import { startTestProcess } from '../helpers/server-process.ts';
 import { startNginx, type Nginx } from '../system/lib/nginx.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -24,7 +24,7 @@ const env = {
 };
 
 let tdb: TestDatabase;
-const runtimes: Array<Runtime & { url: string }> = [];
+const runtimes: Array<ServerProcess & { url: string }> = [];
 let nginx: Nginx;
 let base: string;
 let mcp: RawMcp;
@@ -37,8 +37,8 @@ const portOf = (url: string) => Number(new URL(url).port);
 beforeAll(async () => {
   tdb = await createTestDatabase();
   for (let i = 0; i < 2; i++)
-    runtimes.push(await startTestRuntime({ databaseUrl: tdb.url, role: 'server', env }));
-  runtimes.push(await startTestRuntime({ databaseUrl: tdb.url, role: 'worker', env }));
+    runtimes.push(await startTestProcess({ databaseUrl: tdb.url, role: 'server', env }));
+  runtimes.push(await startTestProcess({ databaseUrl: tdb.url, role: 'worker', env }));
   nginx = await startNginx(runtimes.slice(0, 2).map((r) => portOf(r.url)));
   base = `http://127.0.0.1:${nginx.port}`;
   mcp = new RawMcp(nginx.url);
@@ -223,6 +223,61 @@ describe('the dashboard over plain HTTP', () => {
     }
   });
 
+  it('gives every sign-in its own cookie and CSRF token, and sign-out ends that cookie on every instance', async () => {
+    const signIn = async () => {
+      const login = await fetch(`${base}/dashboard/login`, {
+        method: 'POST',
+        body: new URLSearchParams({ token: TOKEN }),
+        redirect: 'manual',
+      });
+      const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+      const page = await (await get('/dashboard', { cookie })).text();
+      return { cookie, csrf: /name="csrf" value="([^"]+)"/.exec(page)![1]! };
+    };
+    const a = await signIn();
+    const b = await signIn();
+    expect(a.cookie).not.toBe(b.cookie);
+    expect(a.csrf).not.toBe(b.csrf);
+    // One sign-in's form token is no good with another's cookie.
+    const swapped = await fetch(`${base}/dashboard/logout`, {
+      method: 'POST',
+      headers: { cookie: b.cookie },
+      body: new URLSearchParams({ csrf: a.csrf }),
+      redirect: 'manual',
+    });
+    expect(swapped.status).toBe(403);
+    const out = await fetch(`${base}/dashboard/logout`, {
+      method: 'POST',
+      headers: { cookie: a.cookie },
+      body: new URLSearchParams({ csrf: a.csrf }),
+      redirect: 'manual',
+    });
+    expect(out.status).toBe(303);
+    for (const rt of runtimes.slice(0, 2)) {
+      const origin = new URL(rt.url).origin;
+      expect(
+        (await fetch(`${origin}/dashboard`, { headers: { cookie: a.cookie }, redirect: 'manual' })).status,
+      ).toBe(303);
+      expect((await fetch(`${origin}/dashboard`, { headers: { cookie: b.cookie } })).status).toBe(200);
+    }
+  });
+
+  it('shows a long status message cut, in the list and on the task page', async () => {
+    const updated = await tdb.db
+      .updateTable('tasks')
+      .set({ status_message: `long ${'m'.repeat(250_000)}` })
+      .where('task_id', '=', ids.failed)
+      .returning('task_id')
+      .execute();
+    expect(updated).toHaveLength(1);
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const list = await (await get('/dashboard', auth)).text();
+    const page = await (await get(`/dashboard/tasks/${ids.failed}`, auth)).text();
+    expect(list.length).toBeLessThan(100_000);
+    expect(page.length).toBeLessThan(100_000);
+    expect(page).toContain('more characters');
+  });
+
   it('refuses a form without its token, or from another origin, and cancels nothing', async () => {
     const auth = { authorization: `Bearer ${TOKEN}` };
     const noCsrf = await fetch(`${base}/dashboard/tasks/${ids.working}/cancel`, {
@@ -254,10 +309,22 @@ describe('the dashboard over plain HTTP', () => {
       body: new URLSearchParams({ csrf }),
     });
     expect(missing.status).toBe(404);
+    // An id Postgres could not take (a NUL, 10 kB) names no task either: 404, not a 500. (Straight to an
+    // instance: nginx itself refuses a %00 in a path.)
+    const instance = new URL(runtimes[0]!.url).origin;
+    for (const id of ['%00', 'x'.repeat(10_000)]) {
+      expect((await fetch(`${instance}/dashboard/tasks/${id}`, { headers: auth })).status).toBe(404);
+      const cancel = await fetch(`${instance}/dashboard/tasks/${id}/cancel`, {
+        method: 'POST',
+        headers: { ...auth, origin: instance },
+        body: new URLSearchParams({ csrf }),
+      });
+      expect(cancel.status).toBe(404);
+    }
   });
 
   it('is off unless DASHBOARD_TOKEN is set', async () => {
-    const plain = await startTestRuntime({ databaseUrl: tdb.url, role: 'server' });
+    const plain = await startTestProcess({ databaseUrl: tdb.url, role: 'server' });
     try {
       expect((await fetch(`${new URL(plain.url).origin}/dashboard`)).status).toBe(404);
       expect((await fetch(`${new URL(plain.url).origin}/dashboard/login`)).status).toBe(404);

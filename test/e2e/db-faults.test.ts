@@ -4,11 +4,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmbeddedPostgres, type RunningPostgres } from '../../src/db/embedded.ts';
 import { createLogger } from '../../src/log.ts';
-import type { Runtime } from '../../src/runtime.ts';
+import type { ServerProcess } from '../../src/process/start.ts';
 import { expectedAnalysis } from '../helpers/analysis.ts';
 import { RawMcp } from '../helpers/mcp.ts';
 import { freePort } from '../helpers/ports.ts';
-import { startTestRuntime } from '../helpers/runtime.ts';
+import { startTestProcess } from '../helpers/server-process.ts';
 
 // A Postgres of this test's own, so that it can be stopped and started under load.
 const dir = mkdtempSync(path.join(tmpdir(), 'mcp-dbfault-'));
@@ -20,12 +20,12 @@ const pgOptions = {
   log: createLogger('warn'),
 };
 let postgres: RunningPostgres;
-let rt: Runtime & { url: string };
+let rt: ServerProcess & { url: string };
 let mcp: RawMcp;
 
 beforeAll(async () => {
   postgres = await startEmbeddedPostgres(pgOptions);
-  rt = await startTestRuntime({
+  rt = await startTestProcess({
     databaseUrl: postgres.connectionString,
     env: {
       LEASE_MS: '1500',
@@ -90,10 +90,10 @@ describe('a Postgres restart while processes start', () => {
   it('every process that starts during the outage, at any step of its start-up, waits and comes up', async () => {
     // Start-up runs several steps (connect, migrate, pg-boss, queue, LISTEN, secret); the restart lands
     // in a different one each round, as it did when a worker started during the cluster test's restart.
-    const started: Array<Runtime & { url: string }> = [];
+    const started: Array<ServerProcess & { url: string }> = [];
     try {
       for (const delayMs of [0, 20, 40, 60, 80, 120, 160, 200]) {
-        const starting = startTestRuntime({
+        const starting = startTestProcess({
           databaseUrl: postgres.connectionString,
           role: delayMs % 40 === 0 ? 'worker' : 'server',
           env: { DB_CONNECT_TIMEOUT_MS: '1000', DB_STARTUP_TIMEOUT_MS: '60000' },

@@ -6,11 +6,12 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createServerEvents } from '../../src/events/server-events.ts';
-import type { Runtime } from '../../src/runtime.ts';
+import type { ServerProcess } from '../../src/process/start.ts';
+import { defineResource } from '../../src/resources/define.ts';
 import { defineTool, type ToolDefinition } from '../../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { startTestRuntime } from '../helpers/runtime.ts';
+import { startTestProcess } from '../helpers/server-process.ts';
 import { initializeRequest, legacyHeaders, readReply, type RpcReply } from '../helpers/mcp.ts';
 import { readSse } from '../helpers/sse.ts';
 
@@ -32,15 +33,28 @@ const askName = defineTool({
   },
 });
 const TOOLS = [...SHIPPED_TOOLS, askName] as ToolDefinition[];
+/** The resource the session stream's test subscribes to. */
+const RESOURCES = [
+  defineResource({
+    uri: 'test://watched',
+    name: 'watched',
+    read: (uri) => [{ uri, mimeType: 'text/plain', text: 'watched' }],
+  }),
+];
 
 let tdb: TestDatabase;
-let a: Runtime & { url: string };
-let b: Runtime & { url: string };
+let a: ServerProcess & { url: string };
+let b: ServerProcess & { url: string };
 
 beforeAll(async () => {
   tdb = await createTestDatabase();
-  a = await startTestRuntime({ databaseUrl: tdb.url, tools: TOOLS, env: { SESSION_IDLE_TTL_MS: '60000' } });
-  b = await startTestRuntime({ databaseUrl: tdb.url, tools: TOOLS, role: 'server' });
+  a = await startTestProcess({
+    databaseUrl: tdb.url,
+    tools: TOOLS,
+    resources: RESOURCES,
+    env: { SESSION_IDLE_TTL_MS: '60000' },
+  });
+  b = await startTestProcess({ databaseUrl: tdb.url, tools: TOOLS, resources: RESOURCES, role: 'server' });
 });
 afterAll(async () => {
   await b?.stop();
@@ -287,6 +301,31 @@ describe('the 2025-11-25 era on the same endpoint', () => {
     expect((await initialize(a.url, '2024-01-01')).result.protocolVersion).toBe('2025-11-25');
   });
 
+  it('resources/subscribe: a URI over 2,048 characters or with a NUL is -32602; a server without resources has no such method', async () => {
+    const { sessionId } = await initialize(a.url, '2025-11-25');
+    const headers = legacyHeaders({ sessionId });
+    for (const uri of ['test://' + 'x'.repeat(9_000), 'test://a\u0000b']) {
+      const reply = await post(
+        a.url,
+        { jsonrpc: '2.0', id: 3, method: 'resources/subscribe', params: { uri } },
+        headers,
+      );
+      expect(reply.body).toMatchObject({ error: { code: -32602 } });
+    }
+    const bare = await startTestProcess({ databaseUrl: tdb.url, tools: TOOLS, role: 'server' });
+    try {
+      const session = await initialize(bare.url, '2025-11-25');
+      const reply = await post(
+        bare.url,
+        { jsonrpc: '2.0', id: 4, method: 'resources/subscribe', params: { uri: 'test://watched' } },
+        legacyHeaders({ sessionId: session.sessionId }),
+      );
+      expect(reply.body).toMatchObject({ error: { code: -32601 } });
+    } finally {
+      await bare.stop();
+    }
+  });
+
   it("the session stream (GET, on the other instance) carries list changes, updates of subscribed resources and its tasks' status", async () => {
     const { sessionId } = await initialize(a.url, '2025-11-25', { elicitation: {} });
     const headers = legacyHeaders({ sessionId });
@@ -362,7 +401,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
   });
 
   it('an idle session expires and is swept; a session in use does not', async () => {
-    const short = await startTestRuntime({
+    const short = await startTestProcess({
       databaseUrl: tdb.url,
       tools: TOOLS,
       env: { SESSION_IDLE_TTL_MS: '1000' },

@@ -4,10 +4,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateTaskResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Runtime } from '../../src/runtime.ts';
+import type { ServerProcess } from '../../src/process/start.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { initializeRequest, legacyHeaders, readReply } from '../helpers/mcp.ts';
-import { startTestRuntime } from '../helpers/runtime.ts';
+import { startTestProcess } from '../helpers/server-process.ts';
 import { readSse, type SseStream } from '../helpers/sse.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -15,13 +15,13 @@ import { waitFor } from '../helpers/wait.ts';
 // a terminal status (the Inspector, ext-tasks): its input requests reach the client on the session's GET
 // stream, each once, and the answer (a POST to any instance) resumes the task.
 let tdb: TestDatabase;
-let a: Runtime & { url: string };
-let b: Runtime & { url: string };
+let a: ServerProcess & { url: string };
+let b: ServerProcess & { url: string };
 
 beforeAll(async () => {
   tdb = await createTestDatabase();
-  a = await startTestRuntime({ databaseUrl: tdb.url });
-  b = await startTestRuntime({ databaseUrl: tdb.url, role: 'server' });
+  a = await startTestProcess({ databaseUrl: tdb.url });
+  b = await startTestProcess({ databaseUrl: tdb.url, role: 'server' });
 });
 afterAll(async () => {
   await b?.stop();

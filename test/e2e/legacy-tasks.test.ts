@@ -1,10 +1,11 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedAnalysis } from '../helpers/analysis.ts';
 import { RawMcp } from '../helpers/mcp.ts';
-import { useTestServer } from '../helpers/runtime.ts';
+import { useTestServer } from '../helpers/server-process.ts';
 
 // 2025-11-25 tasks, driven by the client most hosts run: @modelcontextprotocol/sdk 1.x.
 const server = useTestServer();
@@ -28,6 +29,32 @@ beforeAll(async () => {
 afterAll(async () => {
   await client?.close();
 });
+
+/** POSTs one message in the client's session (as a raw client would): its HTTP status and JSON-RPC reply. */
+async function sendInSession(message: Record<string, unknown>) {
+  const res = await fetch(server.rt.url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-session-id': transport.sessionId!,
+      'mcp-protocol-version': '2025-11-25',
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', ...message }),
+  });
+  const text = await res.text();
+  // A JSON answer, the one message of an SSE answer, or none (202).
+  const json = text.startsWith('{') ? text : (/^data: (.*)$/m.exec(text)?.[1] ?? 'null');
+  return {
+    status: res.status,
+    reply: JSON.parse(json) as { error?: { code: number; message: string } } | null,
+  };
+}
+
+/** One request in the client's session. */
+let nextId = 1000;
+const postInSession = (method: string, params: Record<string, unknown>) =>
+  sendInSession({ id: nextId++, method, params });
 
 /** Runs a tool as a task through callToolStream; returns every message it yielded. */
 async function stream(name: string, args: Record<string, unknown>) {
@@ -76,10 +103,12 @@ describe('2025-11-25 tasks on the durable store', () => {
   });
 
   it('getTask, listTasks (paged, newest first) and cancelTask; a finished task cannot be cancelled', async () => {
+    // approved_export waits for a signal nobody sends: it stays working. (confirm_action would not: this
+    // client answers its question as soon as the session's GET stream carries it.)
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       for await (const m of client.experimental.tasks.callToolStream(
-        { name: 'confirm_action', arguments: { action: `wait ${i}` } },
+        { name: 'approved_export', arguments: {} },
         CallToolResultSchema,
         { task: { ttl: 60_000 } },
       )) {
@@ -90,7 +119,7 @@ describe('2025-11-25 tasks on the durable store', () => {
       }
     }
     const task = await client.experimental.tasks.getTask(ids[0]!);
-    expect(['working', 'input_required']).toContain(task.status);
+    expect(task.status).toBe('working');
     const listed = await client.experimental.tasks.listTasks();
     expect(listed.tasks.map((t) => t.taskId)).toEqual(expect.arrayContaining(ids));
     expect(listed.tasks[0]!.taskId).toBe(ids[2]);
@@ -101,25 +130,13 @@ describe('2025-11-25 tasks on the durable store', () => {
   });
 
   it('pages tasks/list with an opaque cursor', async () => {
-    const sessionId = transport.sessionId!;
     for (let i = 0; i < 52; i++) {
-      const res = await fetch(server.rt.url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-session-id': sessionId,
-          'mcp-protocol-version': '2025-11-25',
-        },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 100 + i,
-          method: 'tools/call',
-          params: { name: 'analyze_numbers', arguments: { count: 1 }, task: {} },
-        }),
+      const res = await postInSession('tools/call', {
+        name: 'analyze_numbers',
+        arguments: { count: 1 },
+        task: {},
       });
       expect(res.status).toBe(200);
-      await res.text();
     }
     const first = await client.experimental.tasks.listTasks();
     expect(first.tasks).toHaveLength(50);
@@ -128,6 +145,53 @@ describe('2025-11-25 tasks on the durable store', () => {
     const all = [...first.tasks, ...second.tasks].map((t) => t.taskId);
     expect(new Set(all).size).toBe(all.length);
     await expect(client.experimental.tasks.listTasks('not-a-cursor')).rejects.toThrow(/Invalid cursor/);
+  });
+
+  it('a task id or cursor Postgres could not take is refused with -32602 before any query', async () => {
+    const cursor = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    const hostile: [string, Record<string, unknown>][] = [
+      ['tasks/get', { taskId: 'a\u0000b' }],
+      ['tasks/cancel', { taskId: 'a\u0000b' }],
+      ['tasks/result', { taskId: 'a\u0000b' }],
+      ['tasks/get', { taskId: 'x'.repeat(10_000) }],
+      ['tasks/list', { cursor: cursor(['2026-12-05T00:00:00.000Z', 'a\u0000b']) }],
+      ['tasks/list', { cursor: cursor(['0000-01-01T00:00:00.000Z', 'abc']) }],
+      ['tasks/list', { cursor: cursor(['+275760-09-13T00:00:00.000Z', 'abc']) }],
+    ];
+    for (const [method, params] of hostile) {
+      const { status, reply } = await postInSession(method, params);
+      expect({ method, status, code: reply?.error?.code }).toEqual({ method, status: 200, code: -32602 });
+    }
+  });
+
+  it('answers and cancels that name no request, or hold what Postgres cannot store, are refused or ignored', async () => {
+    const long = 'x'.repeat(10_000);
+    // Ids no request of the server's has: accepted and dropped, never stored (nor NOTIFYd).
+    expect((await sendInSession({ id: long, result: {} })).status).toBe(202);
+    expect(
+      (await sendInSession({ method: 'notifications/cancelled', params: { requestId: long } })).status,
+    ).toBe(202);
+    // An answer holding NUL, or over MAX_INPUT_RESPONSES_BYTES: 400 with -32602, naming the limit.
+    for (const result of [
+      { action: 'accept', content: { note: 'a\u0000b' } },
+      { big: 'y'.repeat(800_000) },
+    ]) {
+      const { status, reply } = await sendInSession({ id: 's-0123456789', result });
+      expect(status).toBe(400);
+      expect(reply?.error).toMatchObject({
+        code: -32602,
+        message: expect.stringMatching(/at most \d+ bytes/),
+      });
+    }
+    // An answer shaped like one to a server request the server never sent: accepted, and not stored.
+    expect((await sendInSession({ id: 's-never-issued', result: { action: 'accept' } })).status).toBe(202);
+    const { rows } = await sql<{ n: number }>`
+      select count(*)::int as n from mcp_session_responses where request_id = 's-never-issued'`.execute(
+      server.tdb.db,
+    );
+    expect(rows[0]!.n).toBe(0);
+    // The session still serves.
+    expect((await postInSession('tasks/list', {})).status).toBe(200);
   });
 
   it('without authentication (one principal for every client) a session lists its own tasks only', async () => {

@@ -13,33 +13,30 @@ import {
 import {
   TaskCancelledError,
   TaskFailedError,
-  createApplicationInputHandler,
   resultFromTaskOutcome,
   withTasks,
   type ApplicationElicitResult,
-  type ResolvedInputExchangeContext,
   type TaskEnabledSession,
   type TaskExecutionEvent,
   type TaskView,
 } from '@modelcontextprotocol/ext-tasks/client';
-import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
 import { DetailedTaskV2Schema } from '@modelcontextprotocol/ext-tasks/core/v2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Runtime } from '../../src/runtime.ts';
+import type { ServerProcess } from '../../src/process/start.ts';
 import { expectedAnalysis } from '../helpers/analysis.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { extTasksPort } from '../helpers/ext-tasks.ts';
+import { extTasksPort, recordingInputHandler, type Elicited } from '../helpers/ext-tasks.ts';
 import { parseMessages, PROTOCOL_VERSION, RawMcp, TASKS_EXT } from '../helpers/mcp.ts';
-import { startTestRuntime } from '../helpers/runtime.ts';
+import { startTestProcess } from '../helpers/server-process.ts';
 import { assertWireValid } from '../helpers/wire-schema.ts';
 
 let tdb: TestDatabase;
-let rt: Runtime & { url: string };
+let rt: ServerProcess & { url: string };
 let mcp: RawMcp;
 
 beforeAll(async () => {
   tdb = await createTestDatabase();
-  rt = await startTestRuntime({ databaseUrl: tdb.url });
+  rt = await startTestProcess({ databaseUrl: tdb.url });
   mcp = new RawMcp(rt.url);
 });
 afterAll(async () => {
@@ -127,11 +124,6 @@ function loggedPort(url: string, log: WireLog) {
   });
 }
 
-interface Elicited {
-  params: Readonly<Record<string, JsonValue>>;
-  ctx: ResolvedInputExchangeContext;
-}
-
 /** An ext-tasks session over the fetch port; elicitations are recorded and answered by `answer`. */
 function openSession(answer: (e: Elicited) => ApplicationElicitResult = () => ({ action: 'cancel' })): {
   session: TaskEnabledSession;
@@ -143,17 +135,7 @@ function openSession(answer: (e: Elicited) => ApplicationElicitResult = () => ({
   const elicited: Elicited[] = [];
   const errors: Error[] = [];
   const session = withTasks(loggedPort(rt.url, log), {
-    onInputRequest: createApplicationInputHandler({
-      elicitation: async (request, ctx) => {
-        const e = { params: request.params, ctx };
-        elicited.push(e);
-        return answer(e);
-      },
-      sampling: async () => {
-        throw new Error('sampling is not expected from this server');
-      },
-      roots: async () => ({ roots: [] }),
-    }),
+    onInputRequest: recordingInputHandler(elicited, answer),
     onError: (err) => errors.push(err),
   });
   return { session, log, elicited, errors };
@@ -235,7 +217,14 @@ describe('@modelcontextprotocol/client (SDK Client, pinned to 2026-07-28)', () =
       });
 
       const { tools } = await tasksClient.listTools();
-      expect(tools.map((t) => t.name)).toEqual(['analyze_numbers', 'confirm_action', 'fail_with', 'echo']);
+      expect(tools.map((t) => t.name)).toEqual([
+        'analyze_numbers',
+        'confirm_action',
+        'fail_with',
+        'echo',
+        'approved_export',
+        'checksum_shards',
+      ]);
       expect(tools.find((t) => t.name === 'analyze_numbers')?.inputSchema).toMatchObject({
         type: 'object',
         required: ['count'],
@@ -408,6 +397,65 @@ describe('@modelcontextprotocol/ext-tasks (withTasks over a fetch port)', () => 
         isError: true,
         content: [{ type: 'text', text: 'The tool reported an error, as requested.' }],
       });
+    } finally {
+      await session.close();
+    }
+    expectCleanWire(log, errors);
+  });
+
+  it('follows approved_export through its signal wait and its sleeps to the exported result', async () => {
+    const { session, log, errors } = openSession();
+    try {
+      const ex = await session.callTool('approved_export', { batches: 2, pauseMs: 1_500 });
+      expect(ex.kind).toBe('task');
+      const watch = eventWatcher(15_000);
+      const settled = ex.settle({ onEvent: watch.onEvent });
+      // The approver, outside the client, POSTs to the link the task shows.
+      const waiting = await watch.waitFor(
+        (t) => (t.statusMessage ?? '').startsWith('Waiting for approval: POST '),
+        'waiting for approval',
+      );
+      const link = new URL(waiting.statusMessage!.slice('Waiting for approval: POST '.length));
+      const approve = await fetch(new URL(link.pathname, rt.url), {
+        method: 'POST',
+        body: '{"approve":true}',
+      });
+      expect(approve.status).toBe(202);
+      await watch.waitFor(
+        (t) => (t.statusMessage ?? '').startsWith('Sleeping until '),
+        'asleep between batches',
+      );
+      const { outcome } = await settled;
+      expect(outcome.status).toBe('completed');
+      expect(resultFromTaskOutcome(outcome)).toMatchObject({
+        structuredContent: { rows: 3_000, batches: 2 },
+      });
+      // Polled throughout: working the whole time, never input_required.
+      expect(new Set(watch.statuses())).toEqual(new Set(['working', 'completed']));
+    } finally {
+      await session.close();
+    }
+    expectCleanWire(log, errors);
+  });
+
+  it('follows checksum_shards through its fan-out (k/n items) to the checksums', async () => {
+    const { session, log, errors } = openSession();
+    try {
+      const ex = await session.callTool('checksum_shards', { shards: 40, concurrency: 4, shardMs: 50 });
+      expect(ex.kind).toBe('task');
+      const watch = eventWatcher(15_000);
+      const settled = ex.settle({ onEvent: watch.onEvent });
+      await watch.waitFor(
+        (t) => /^checksum: \d+\/40 items$/.test(t.statusMessage ?? ''),
+        'the map under way',
+      );
+      const { outcome } = await settled;
+      expect(outcome.status).toBe('completed');
+      expect(resultFromTaskOutcome(outcome)).toMatchObject({
+        content: [{ type: 'text', text: '40 shards checksummed' }],
+        structuredContent: { shards: 40 },
+      });
+      expect(new Set(watch.statuses())).toEqual(new Set(['working', 'completed']));
     } finally {
       await session.close();
     }

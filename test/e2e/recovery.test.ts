@@ -4,22 +4,24 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { createBoss, RUN_QUEUE } from '../../src/queue/boss.ts';
-import type { Runtime } from '../../src/runtime.ts';
+import type { ServerProcess } from '../../src/process/start.ts';
 import { expectedAnalysis } from '../helpers/analysis.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { databaseEnv } from '../helpers/database-env.ts';
 import { RawMcp } from '../helpers/mcp.ts';
-import { FAST_ENV, startTestRuntime } from '../helpers/runtime.ts';
+import { mapItemsOf, mostItemsAtOnce } from '../helpers/map-items.ts';
+import { FAST_ENV, startTestProcess } from '../helpers/server-process.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 let tdb: TestDatabase;
-let rt: Runtime & { url: string };
+let rt: ServerProcess & { url: string };
 let mcp: RawMcp;
 const workers: ChildProcess[] = [];
 
 beforeAll(async () => {
   tdb = await createTestDatabase();
-  rt = await startTestRuntime({ databaseUrl: tdb.url, role: 'server' });
+  rt = await startTestProcess({ databaseUrl: tdb.url, role: 'server' });
   mcp = new RawMcp(rt.url);
 });
 // Each test starts its own workers: none may linger into the next one and take its tasks.
@@ -85,6 +87,82 @@ async function expectFinishedOnce(taskId: string) {
 }
 
 describe('crash recovery across processes', () => {
+  it('a task waiting for a signal, then asleep, survives SIGKILL of every worker and a restart of the server', async () => {
+    const first = worker();
+    const { taskId } = await mcp.callTool('approved_export', { batches: 2, pauseMs: 2_000 });
+    const waiting = await mcp.waitForTask(
+      taskId,
+      (t) => /^Waiting for approval: POST /.test(t.statusMessage ?? ''),
+      20_000,
+    );
+    const link = new URL(waiting.statusMessage.slice('Waiting for approval: POST '.length));
+    first.child.kill('SIGKILL');
+    await first.exited;
+    // Every instance restarts too: the wait lives in Postgres only.
+    await rt.stop();
+    rt = await startTestProcess({ databaseUrl: tdb.url, role: 'server' });
+    mcp = new RawMcp(rt.url);
+    const approve = await fetch(new URL(link.pathname, rt.url), { method: 'POST', body: '{"approve":true}' });
+    expect(approve.status).toBe(202);
+    const second = worker();
+    await mcp.waitForTask(taskId, (t) => /^Sleeping until /.test(t.statusMessage ?? ''), 20_000);
+    second.child.kill('SIGKILL');
+    await second.exited;
+    worker();
+    const done = await mcp.waitForTask(taskId, undefined, 30_000);
+    expect(done.status).toBe('completed');
+    expect(done.result.structuredContent).toEqual({ rows: 3_000, batches: 2 });
+    expect(
+      (await steps(taskId))
+        .map((r) => r.name)
+        .filter((n) => n.startsWith('batch-'))
+        .sort(),
+    ).toEqual(['batch-1', 'batch-2']);
+  });
+
+  it('a map of 200 items, 8 at a time, finishes on two workers with one SIGKILLed midway; no finished item runs again', async () => {
+    const pair = [worker({ LEASE_MS: '1500' }), worker({ LEASE_MS: '1500' })];
+    const { taskId } = await mcp.callTool('checksum_shards', { shards: 200, concurrency: 8, shardMs: 100 });
+    // Midway: kill the worker that holds the most items right now (each holds a chain of its own).
+    const holders = await waitFor(
+      async () => {
+        const items = await mapItemsOf(tdb.db, taskId);
+        const completed = items.filter((i) => i.status === 'completed').length;
+        const { rows } = await sql<{ leased_by: string; n: number }>`
+        select leased_by, count(*)::int as n from tasks
+        where parent_task_id = ${taskId} and status = 'working' and leased_by is not null
+        group by leased_by order by n desc`.execute(tdb.db);
+        return completed >= 50 && rows.length > 0 ? rows : undefined;
+      },
+      { timeoutMs: 30_000, what: 'the map getting halfway' },
+    );
+    const victim = pair.find((w) => holders[0]!.leased_by.split(':')[1] === String(w.child.pid))!;
+    victim.child.kill('SIGKILL');
+    await victim.exited;
+    const finishedBeforeKill = new Set(
+      (await mapItemsOf(tdb.db, taskId)).filter((i) => i.status === 'completed').map((i) => i.map_index),
+    );
+
+    const done = await mcp.waitForTask(taskId, undefined, 60_000);
+    expect(done.status).toBe('completed');
+    expect(done.result.structuredContent).toMatchObject({ shards: 200 });
+    const items = await mapItemsOf(tdb.db, taskId);
+    expect(items.map((i) => i.status)).toEqual(Array(200).fill('completed'));
+    // An item that had finished was never claimed again; only those the dead worker held ran twice.
+    for (const i of items) {
+      expect(i.claims.length, `item ${i.map_index}`).toBe(
+        finishedBeforeKill.has(i.map_index) ? 1 : i.claims.length,
+      );
+    }
+    const rerun = items.filter((i) => i.claims.length > 1);
+    expect(rerun.length).toBeGreaterThan(0);
+    expect(rerun.length).toBeLessThanOrEqual(8);
+    expect(rerun.every((i) => i.claims.length === 2)).toBe(true);
+    // Both workers ran items, never more than 8 at once (the dead worker's items count until retaken).
+    expect(new Set(items.flatMap((i) => i.claims.map((c) => c.worker))).size).toBe(2);
+    expect(mostItemsAtOnce(items)).toBeLessThanOrEqual(8);
+  });
+
   it('a worker killed with SIGKILL: another one takes the task over once the lease lapses and resumes it', async () => {
     const a = worker({ LEASE_MS: '1500' });
     const taskId = await startedTask(5);

@@ -13,7 +13,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { databaseEnv } from '../helpers/database-env.ts';
 import { RawMcp } from '../helpers/mcp.ts';
 import { freePort } from '../helpers/ports.ts';
-import { FAST_ENV, startTestRuntime } from '../helpers/runtime.ts';
+import { FAST_ENV, startTestProcess } from '../helpers/server-process.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -307,7 +307,7 @@ describe('traces from the client through the server into the workers', () => {
 
 describe('tracing is off unless an exporter is configured', () => {
   it('with no SDK registered, a traced request stores no trace context', async () => {
-    const rt = await startTestRuntime({ databaseUrl: tdb.url, role: 'server' });
+    const rt = await startTestProcess({ databaseUrl: tdb.url, role: 'server' });
     try {
       const { taskId } = await new RawMcp(rt.url).callTool(
         'analyze_numbers',

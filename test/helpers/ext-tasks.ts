@@ -3,10 +3,13 @@
  * stateless 2026-07-28 POSTs (no server-to-client requests, no listen stream), built on mcp.ts.
  */
 import {
+  createApplicationInputHandler,
   DispatchError,
+  type ApplicationElicitResult,
   type ConnectedMcpSessionPort,
   type DispatchOptions,
   type JsonRpcResponse,
+  type ResolvedInputExchangeContext,
 } from '@modelcontextprotocol/ext-tasks/client';
 import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
 import { postMcp, TASK_CAPS, TASKS_EXT, type RequestOptions, type RpcReply } from './mcp.ts';
@@ -118,4 +121,31 @@ export function extTasksPort(url: string, opts: PortOptions = {}): ConnectedMcpS
     onInvalidated: () => () => {},
     invalidated: false,
   };
+}
+
+/** An elicitation a session was asked, with ext-tasks' context (task id, input key). */
+export interface Elicited {
+  params: Readonly<Record<string, JsonValue>>;
+  ctx: ResolvedInputExchangeContext;
+}
+
+/**
+ * A `withTasks` input handler that records each elicitation in `elicited` and answers it with `answer`;
+ * sampling fails (no test server asks for it) and roots are empty.
+ */
+export function recordingInputHandler(
+  elicited: Elicited[],
+  answer: (e: Elicited) => ApplicationElicitResult,
+): ReturnType<typeof createApplicationInputHandler<void>> {
+  return createApplicationInputHandler<void>({
+    elicitation: async (request, ctx) => {
+      const e = { params: request.params, ctx };
+      elicited.push(e);
+      return answer(e);
+    },
+    sampling: async () => {
+      throw new Error('sampling is not expected from this server');
+    },
+    roots: async () => ({ roots: [] }),
+  });
 }

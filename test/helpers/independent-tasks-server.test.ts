@@ -7,22 +7,19 @@
 import {
   TaskCancelledError,
   TaskFailedError,
-  createApplicationInputHandler,
   resultFromTaskOutcome,
   withTasks,
   type ApplicationElicitResult,
-  type ResolvedInputExchangeContext,
   type TaskExecutionEvent,
   type TaskView,
 } from '@modelcontextprotocol/ext-tasks/client';
-import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
 import {
   CreateTaskResultV2Schema,
   DetailedTaskV2Schema,
   GetTaskResultV2Schema,
 } from '@modelcontextprotocol/ext-tasks/core/v2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { extTasksPort } from './ext-tasks.ts';
+import { extTasksPort, recordingInputHandler, type Elicited } from './ext-tasks.ts';
 import { startIndependentTasksServer, type IndependentTasksServer } from './independent-tasks-server.ts';
 import { PROTOCOL_VERSION, postMcp, TASKS_EXT, type RpcReply } from './mcp.ts';
 import { waitFor } from './wait.ts';
@@ -36,11 +33,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.close();
 });
-
-interface Elicited {
-  params: Readonly<Record<string, JsonValue>>;
-  ctx: ResolvedInputExchangeContext;
-}
 
 /** A withTasks session on the server; records every reply, schema violation, elicitation and task event. */
 function openSession(answer: (e: Elicited) => ApplicationElicitResult = () => ({ action: 'cancel' })) {
@@ -65,17 +57,7 @@ function openSession(answer: (e: Elicited) => ApplicationElicitResult = () => ({
     },
   });
   const session = withTasks(port, {
-    onInputRequest: createApplicationInputHandler({
-      elicitation: async (request, ctx) => {
-        const e = { params: request.params, ctx };
-        elicited.push(e);
-        return answer(e);
-      },
-      sampling: async () => {
-        throw new Error('sampling is not expected from this server');
-      },
-      roots: async () => ({ roots: [] }),
-    }),
+    onInputRequest: recordingInputHandler(elicited, answer),
     onError: (err) => errors.push(err),
   });
   const results = (method: string) => replies.filter((r) => r.method === method).map((r) => r.body.result);

@@ -83,6 +83,8 @@ export interface SseStream {
   next(timeoutMs?: number): Promise<Record<string, any>>;
   /** Every message so far. */
   readonly messages: Array<Record<string, any>>;
+  /** Every event so far, as it came (its id, its data), priming events included. */
+  readonly events: SseEvent[];
   /** How many SSE comment lines (keep-alives) arrived. */
   readonly comments: number;
   /** Resolves when the server ends the stream. */
@@ -101,12 +103,14 @@ export function readSse(
   validate: (message: Record<string, any>) => void = () => {},
 ): SseStream {
   const messages: Array<Record<string, any>> = [];
+  const events: SseEvent[] = [];
   const waiters: Array<() => void> = [];
   const parser = new SseParser();
   let cursor = 0;
   const wake = () => waiters.splice(0).forEach((w) => w());
-  const take = (events: SseEvent[]) => {
-    for (const message of eventMessages(events)) {
+  const take = (taken: SseEvent[]) => {
+    events.push(...taken);
+    for (const message of eventMessages(taken)) {
       validate(message);
       messages.push(message);
     }
@@ -134,6 +138,7 @@ export function readSse(
     status: res.status,
     contentType: res.headers.get('content-type') ?? '',
     messages,
+    events,
     get comments() {
       return parser.comments;
     },

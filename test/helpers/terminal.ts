@@ -37,8 +37,9 @@ export function useTerminals() {
     open(name: string, argv: readonly string[]): TerminalWindow {
       const status = path.join(dir, `${name}.status`);
       const pidFile = path.join(dir, `${name}.pid`);
-      // `exec` in a subshell: the pid written is the command's own.
-      const command = `sh -c 'echo $$ > ${pidFile}; exec "$@"' sh ${argv.map(quote).join(' ')}; echo $? > ${quote(status)}; sleep 60`;
+      // `exec` in a subshell: the pid written is the command's own. The status is renamed into place, so
+      // that it is never read half written.
+      const command = `sh -c 'echo $$ > ${pidFile}; exec "$@"' sh ${argv.map(quote).join(' ')}; echo $? > ${quote(`${status}.tmp`)}; mv ${quote(`${status}.tmp`)} ${quote(status)}; sleep 60`;
       tmux('new-session', '-d', '-s', name, '-x', '100', '-y', '20', '-c', ROOT, command);
       return {
         screen: () => tmux('capture-pane', '-p', '-t', name),

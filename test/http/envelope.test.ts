@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { countTasks } from '../helpers/db.ts';
 import { mcpHeaders, PROTOCOL_VERSION, TASK_CAPS } from '../helpers/mcp.ts';
-import { useTestServer } from '../helpers/runtime.ts';
+import { useTestServer } from '../helpers/server-process.ts';
 
 const server = useTestServer({ env: { MAX_BODY_BYTES: '20000' } });
 

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { postMcp } from '../helpers/mcp.ts';
-import { startTestRuntime, useTestServer } from '../helpers/runtime.ts';
+import { startTestProcess, useTestServer } from '../helpers/server-process.ts';
 
 async function probe(url: string): Promise<{ status: number; body: string }> {
   const res = await fetch(url);
@@ -69,7 +69,7 @@ describe('draining', () => {
   const server = useTestServer();
 
   it('answers 503 on /readyz from SIGTERM on, while still serving MCP for DRAIN_DELAY_MS', async () => {
-    const rt = await startTestRuntime({ databaseUrl: server.tdb.url, env: { DRAIN_DELAY_MS: '4000' } });
+    const rt = await startTestProcess({ databaseUrl: server.tdb.url, env: { DRAIN_DELAY_MS: '4000' } });
     const base = new URL('/', rt.url).href.slice(0, -1);
     expect((await probe(`${base}/readyz`)).status).toBe(200);
     const stopped = rt.stop();
@@ -86,7 +86,7 @@ describe('probes on a worker (METRICS_PORT)', () => {
   const server = useTestServer();
 
   it('serves /healthz and /readyz on a listener of its own, and nothing else there', async () => {
-    const worker = await startTestRuntime({
+    const worker = await startTestProcess({
       databaseUrl: server.tdb.url,
       role: 'worker',
       env: { METRICS_PORT: '0' },

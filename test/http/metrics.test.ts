@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { mcpHeaders, mcpRequest, RawMcp } from '../helpers/mcp.ts';
 import { sample, scrape, type Scrape } from '../helpers/prometheus.ts';
-import { startTestRuntime, useTestServer } from '../helpers/runtime.ts';
+import { startTestProcess, useTestServer } from '../helpers/server-process.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const origin = (url: string) => new URL(url).origin;
@@ -157,7 +157,7 @@ describe('metrics of split processes, and the token', () => {
   const server = useTestServer({ role: 'server', env: { METRICS_TOKEN: 'metrics-secret-0123' } });
 
   it('a worker exposes its own on METRICS_PORT; /metrics wants the token when one is set', async () => {
-    const worker = await startTestRuntime({
+    const worker = await startTestProcess({
       databaseUrl: server.tdb.url,
       role: 'worker',
       env: { METRICS_PORT: '0', METRICS_TOKEN: 'metrics-secret-0123' },

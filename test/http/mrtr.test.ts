@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool } from '../../src/tools/define.ts';
 import { countTasks } from '../helpers/db.ts';
-import { useTestServer } from '../helpers/runtime.ts';
+import { useTestServer } from '../helpers/server-process.ts';
 
 const nameForm = {
   message: 'Your name?',
@@ -110,12 +110,17 @@ describe('multi round-trip requests on the synchronous leg', () => {
   it('rejects a tampered, foreign or rebound requestState with -32602', async () => {
     const r1 = await server.mcp.callTool('two_rounds', {});
     const state = r1.requestState as string;
-    const [body, mac] = state.split('.');
-    const payload = JSON.parse(Buffer.from(body!, 'base64url').toString()) as { r: Record<string, unknown> };
-    payload.r = { first: accept('Mallory') };
-    const forged = `${Buffer.from(JSON.stringify(payload)).toString('base64url')}.${mac}`;
+    // One byte of the ciphertext changed; a state of the earlier (HMAC-signed) shape with a forged body.
+    const [version, iv, sealed, tag] = state.split('.');
+    const flipped = Buffer.from(sealed!, 'base64url');
+    flipped[0] = flipped[0]! ^ 1;
+    const tampered = [version, iv, flipped.toString('base64url'), tag].join('.');
+    const forgedBody = Buffer.from(JSON.stringify({ v: 1, r: { first: accept('Mallory') } })).toString(
+      'base64url',
+    );
     for (const [name, args, requestState] of [
-      ['two_rounds', {}, forged],
+      ['two_rounds', {}, tampered],
+      ['two_rounds', {}, `${forgedBody}.${'A'.repeat(43)}`],
       ['two_rounds', {}, `${state}x`],
       ['two_rounds', {}, 'garbage'],
       ['ask_name', {}, state], // bound to another tool
@@ -124,6 +129,23 @@ describe('multi round-trip requests on the synchronous leg', () => {
       const error = await server.mcp.error('tools/call', { name, arguments: args, requestState });
       expect(error).toMatchObject({ code: -32602, message: 'Invalid requestState' });
     }
+  });
+
+  it('carries answers the client cannot read back out of its requestState', async () => {
+    const r1 = await server.mcp.callTool('two_rounds', {});
+    const r2 = await server.mcp.result('tools/call', {
+      name: 'two_rounds',
+      arguments: {},
+      inputResponses: { first: accept('Zenobia-Secret') },
+      requestState: r1.requestState,
+    });
+    const state = r2.requestState as string;
+    const decoded = state
+      .split('.')
+      .map((part) => Buffer.from(part, 'base64url').toString('latin1'))
+      .join(' ');
+    expect(decoded).not.toContain('Zenobia');
+    expect(state).not.toContain('Zenobia');
   });
 
   it('resolves MRTR before creating the task, then runs the task with the answer', async () => {

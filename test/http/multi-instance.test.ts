@@ -1,20 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Runtime } from '../../src/runtime.ts';
+import type { ServerProcess } from '../../src/process/start.ts';
 import { expectedAnalysis } from '../helpers/analysis.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { RawMcp } from '../helpers/mcp.ts';
-import { startTestRuntime } from '../helpers/runtime.ts';
+import { startTestProcess } from '../helpers/server-process.ts';
 
 let tdb: TestDatabase;
-let a: Runtime & { url: string };
-let b: Runtime & { url: string };
-let worker: (Runtime & { url: string }) | undefined;
+let a: ServerProcess & { url: string };
+let b: ServerProcess & { url: string };
+let worker: (ServerProcess & { url: string }) | undefined;
 
 beforeAll(async () => {
   tdb = await createTestDatabase();
   // Two HTTP-only instances; no worker yet, so tasks stay queued until one starts.
-  a = await startTestRuntime({ databaseUrl: tdb.url, role: 'server' });
-  b = await startTestRuntime({ databaseUrl: tdb.url, role: 'server' });
+  a = await startTestProcess({ databaseUrl: tdb.url, role: 'server' });
+  b = await startTestProcess({ databaseUrl: tdb.url, role: 'server' });
 });
 afterAll(async () => {
   await worker?.stop();
@@ -37,7 +37,7 @@ describe('several HTTP instances over one database', () => {
     await onA.result('tasks/cancel', { taskId: queuedCancel.taskId });
     expect((await onB.getTask(queuedCancel.taskId)).status).toBe('cancelled');
 
-    worker = await startTestRuntime({ databaseUrl: tdb.url, role: 'worker' });
+    worker = await startTestProcess({ databaseUrl: tdb.url, role: 'worker' });
     expect(worker.app).toBeUndefined();
 
     const done = await onB.waitForTask(job.taskId);

@@ -2,24 +2,24 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServerEvents } from '../../src/events/server-events.ts';
-import type { Runtime } from '../../src/runtime.ts';
+import type { ServerProcess } from '../../src/process/start.ts';
 import { insertTask } from '../../src/tasks/store/create.ts';
 import { newTaskId } from '../../src/tasks/ids.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { databaseEnv } from '../helpers/database-env.ts';
 import { listen, RawMcp } from '../helpers/mcp.ts';
-import { FAST_ENV, startTestRuntime } from '../helpers/runtime.ts';
+import { FAST_ENV, startTestProcess } from '../helpers/server-process.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 let tdb: TestDatabase;
-let rt: Runtime & { url: string };
+let rt: ServerProcess & { url: string };
 let mcp: RawMcp;
 
 beforeAll(async () => {
   tdb = await createTestDatabase();
   // HTTP only: every task here runs in a worker process started by the test.
-  rt = await startTestRuntime({ databaseUrl: tdb.url, role: 'server', env: { SSE_KEEPALIVE_MS: '100' } });
+  rt = await startTestProcess({ databaseUrl: tdb.url, role: 'server', env: { SSE_KEEPALIVE_MS: '100' } });
   mcp = new RawMcp(rt.url);
 });
 afterAll(async () => {
@@ -136,7 +136,7 @@ describe('subscriptions/listen', () => {
   });
 
   it('reaches listeners on another instance with list changes', async () => {
-    const other = await startTestRuntime({ databaseUrl: tdb.url, role: 'server' });
+    const other = await startTestProcess({ databaseUrl: tdb.url, role: 'server' });
     try {
       const stream = await listen(rt.url, { toolsListChanged: true }, { id: 7 });
       await stream.next();
@@ -155,7 +155,7 @@ describe('subscriptions/listen', () => {
   });
 
   it('ends open streams with the graceful result when the server shuts down', async () => {
-    const other = await startTestRuntime({ databaseUrl: tdb.url, role: 'server' });
+    const other = await startTestProcess({ databaseUrl: tdb.url, role: 'server' });
     const stream = await listen(other.url, { toolsListChanged: true }, { id: 'bye' });
     await stream.next();
     await other.stop();

@@ -6,7 +6,7 @@ import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { countTasks } from '../helpers/db.ts';
 import { mcpHeaders, mcpRequest, RawMcp } from '../helpers/mcp.ts';
 import { expectedAnalysis } from '../helpers/analysis.ts';
-import { useTestServer } from '../helpers/runtime.ts';
+import { useTestServer } from '../helpers/server-process.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const aborted: string[] = [];
@@ -40,6 +40,8 @@ describe('tools/list', () => {
       'confirm_action',
       'fail_with',
       'echo',
+      'approved_export',
+      'checksum_shards',
       'sync_sleeper',
     ]);
     expect(first).toMatchObject({ resultType: 'complete', cacheScope: 'public' });

@@ -4,10 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { securityFromConfig } from '../../src/http/auth/from-config.ts';
 import { hashToken } from '../../src/http/auth/static-tokens.ts';
-import type { Runtime } from '../../src/runtime.ts';
+import type { ServerProcess } from '../../src/process/start.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { RawMcp } from '../helpers/mcp.ts';
-import { startTestRuntime } from '../helpers/runtime.ts';
+import { startTestProcess } from '../helpers/server-process.ts';
 
 const ISSUER = 'http://127.0.0.1/issuer';
 let tdb: TestDatabase;
@@ -53,10 +53,10 @@ async function token(
 const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
 
 describe('OAuth 2.1 resource server mode', () => {
-  let rt: Runtime & { url: string };
+  let rt: ServerProcess & { url: string };
   let mcp: RawMcp;
   beforeAll(async () => {
-    rt = await startTestRuntime({
+    rt = await startTestProcess({
       databaseUrl: tdb.url,
       env: {
         AUTH_MODE: 'oauth',
@@ -182,10 +182,10 @@ describe('OAuth 2.1 resource server mode', () => {
 });
 
 describe('static bearer tokens', () => {
-  let rt: Runtime & { url: string };
+  let rt: ServerProcess & { url: string };
   let mcp: RawMcp;
   beforeAll(async () => {
-    rt = await startTestRuntime({
+    rt = await startTestProcess({
       databaseUrl: tdb.url,
       env: {
         AUTH_MODE: 'bearer',
@@ -216,7 +216,7 @@ describe('static bearer tokens', () => {
 
 describe('the liveness probe', () => {
   it('answers GET /healthz without a token and whatever the Host, while /mcp still wants both', async () => {
-    const rt = await startTestRuntime({
+    const rt = await startTestProcess({
       databaseUrl: tdb.url,
       env: { AUTH_MODE: 'bearer', AUTH_TOKENS: `alice=${hashToken('alice-secret')}` },
     });

@@ -4,7 +4,7 @@ import { defineTool } from '../../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { countTasks } from '../helpers/db.ts';
 import { listen, mcpHeaders, mcpRequest } from '../helpers/mcp.ts';
-import { useTestServer } from '../helpers/runtime.ts';
+import { useTestServer } from '../helpers/server-process.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const regional = defineTool({

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { hashToken } from '../../src/http/auth/static-tokens.ts';
-import type { Runtime } from '../../src/runtime.ts';
+import type { ServerProcess } from '../../src/process/start.ts';
 import { defineTool } from '../../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { listen, RawMcp } from '../helpers/mcp.ts';
-import { startTestRuntime } from '../helpers/runtime.ts';
+import { startTestProcess } from '../helpers/server-process.ts';
 
 const whoami = defineTool({
   name: 'whoami',
@@ -18,12 +18,12 @@ const whoami = defineTool({
 
 const PRINCIPALS = ['alice', 'bob', 'carol'] as const;
 let tdb: TestDatabase;
-let rt: Runtime & { url: string };
+let rt: ServerProcess & { url: string };
 const as = (p: string) => ({ headers: { authorization: `Bearer ${p}-token` } });
 
 beforeAll(async () => {
   tdb = await createTestDatabase();
-  rt = await startTestRuntime({
+  rt = await startTestProcess({
     databaseUrl: tdb.url,
     tools: [...SHIPPED_TOOLS, whoami],
     env: {

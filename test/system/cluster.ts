@@ -75,7 +75,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     ...(opts.postgres === undefined ? {} : { postgres: opts.postgres }),
     ...(opts.postgresSettings === undefined ? {} : { settings: opts.postgresSettings }),
   });
-  const procs = new Processes({ ...database.env, ...opts.env });
+  const procs = new Processes({ ...UNMETERED_ENV, ...database.env, ...opts.env });
   const http: ClusterProcess[] = [];
   const workers: ClusterProcess[] = [];
   let nginx: Nginx | undefined;
@@ -134,6 +134,16 @@ export const CHAOS_ENV = {
   WORKER_CONCURRENCY: '16',
   SHUTDOWN_GRACE_MS: '3000',
   DB_CONNECT_TIMEOUT_MS: '1000',
+} as const;
+
+/**
+ * These runs load one principal far past the per-principal quotas (their own tests are in
+ * test/tasks/fair-share.test.ts): what they check is durability and throughput, not admission.
+ */
+export const UNMETERED_ENV = {
+  MAX_ACTIVE_TASKS_PER_PRINCIPAL: '10000000',
+  TASK_CREATE_RATE_PER_SECOND: '0',
+  MAX_SESSIONS_PER_PRINCIPAL: '10000000',
 } as const;
 
 /** A log line prefixed with the seconds since the test started. */

@@ -82,7 +82,14 @@ try {
     const { tools } = await client.listTools();
     expectEqual(
       Object.fromEntries(tools.map((t) => [t.name, t.execution?.taskSupport])),
-      { analyze_numbers: 'optional', confirm_action: 'required', fail_with: 'required', echo: 'forbidden' },
+      {
+        analyze_numbers: 'optional',
+        confirm_action: 'required',
+        fail_with: 'required',
+        echo: 'forbidden',
+        approved_export: 'required',
+        checksum_shards: 'required',
+      },
       'taskSupport',
     );
   });

@@ -88,6 +88,7 @@ function cleanEnv(): NodeJS.ProcessEnv {
   delete env.NODE_OPTIONS;
   delete env.DATABASE_URL;
   for (const k of Object.keys(env)) if (k.startsWith('npm_')) delete env[k];
+  env.DURABLE_MCP_TASKS_STATE_DIR = path.join(work, 'state'); // `call` records its tasks here, not in ~
   return env;
 }
 
@@ -121,10 +122,10 @@ async function runTask(url: string, tool: string, args: Obj, answer?: Obj) {
 
 // ------------------------------------------------------------------------------------------------
 
-const TOOLS_TS = `import { defineTool, type ToolDefinition } from 'durable-mcp-tasks';
+const TOOLS_TS = `import { defineTool, NonRetryableError, type ToolDefinition } from 'durable-mcp-tasks';
 import { z } from 'zod';
 
-/** A data job: counts words in steps, with a status message per step. */
+/** A data job: counts words in steps, with a status message per step, and characters in a map of the lines. */
 const wordCount = defineTool({
   name: 'word_count',
   description: 'Counts the words of a text, one durable step per line.',
@@ -134,10 +135,18 @@ const wordCount = defineTool({
     let words = 0;
     const lines = text.split('\\n');
     for (const [i, line] of lines.entries()) {
-      words += await ctx.step(\`line-\${i}\`, () => line.split(/\\s+/).filter(Boolean).length);
+      words += await ctx.step(\`line-\${i}\`, () => line.split(/\\s+/).filter(Boolean).length, {
+        retry: { maxAttempts: 3, backoff: { initialMs: 100 }, retryIf: (e) => !(e instanceof NonRetryableError) },
+        timeoutMs: 10_000,
+      });
       ctx.status(\`\${i + 1}/\${lines.length} lines\`);
     }
-    return { content: [{ type: 'text', text: \`\${words} words\` }], structuredContent: { words } };
+    await ctx.sleep('settle', 200);
+    const lengths = await ctx.map('lengths', lines, (line) => line.length, { concurrency: 2 });
+    return {
+      content: [{ type: 'text', text: \`\${words} words\` }],
+      structuredContent: { words, characters: lengths.reduce((a, b) => a + b, 0) },
+    };
   },
 });
 
@@ -158,6 +167,19 @@ const approve = defineTool({
 });
 
 export const tools: ToolDefinition<any>[] = [wordCount, approve];
+`;
+
+/** A host on the client library: calls a tool as a task, keeps its id in a file store, reads it back. */
+const clientTs = (
+  url: string,
+  stateDir: string,
+) => `import { FileTaskStore, TasksClient } from 'durable-mcp-tasks/client';
+
+const client = new TasksClient({ url: ${JSON.stringify(url)}, store: new FileTaskStore(${JSON.stringify(stateDir)}) });
+const outcome = await client.callTool('word_count', { text: 'a b' });
+const [record] = await client.records();
+const pending = (await client.pending()).length;
+console.log(JSON.stringify({ status: outcome.status, result: outcome.result, record, pending }));
 `;
 
 try {
@@ -199,6 +221,7 @@ try {
     cleanEnv(),
   );
   writeFileSync(path.join(project, 'tools.ts'), TOOLS_TS);
+  writeFileSync(path.join(project, 'client.ts'), clientTs('http://127.0.0.1:1/mcp', work));
   writeFileSync(
     path.join(project, 'tsconfig.json'),
     JSON.stringify({
@@ -210,7 +233,7 @@ try {
         skipLibCheck: false,
         types: [],
       },
-      include: ['tools.ts'],
+      include: ['tools.ts', 'client.ts'],
     }),
   );
   // The user's tool type-checks against the package's declarations (tsc from this repo; no sources).
@@ -223,7 +246,7 @@ try {
   } catch (err) {
     typeErrors = String((err as { stdout?: string }).stdout ?? err);
   }
-  check(typeErrors === '', 'tools.ts type-checks against the installed package', typeErrors);
+  check(typeErrors === '', 'tools.ts and client.ts type-check against the installed package', typeErrors);
   const help = sh('npx', ['--no-install', 'durable-mcp-tasks', 'start', '--help'], project, cleanEnv());
   check(
     /DATABASE_URL/.test(help) && /WORKER_CONCURRENCY\s+default 32/.test(help),
@@ -286,7 +309,12 @@ try {
     'word_count ran as a task to completed',
     counted,
   );
-  check(JSON.stringify(counted.result).includes('6 words'), 'word_count result', counted.result);
+  check(
+    JSON.stringify(counted.result).includes('6 words') &&
+      JSON.stringify(counted.result).includes('"characters":37'),
+    'word_count result (its ctx.map of the lines included)',
+    counted.result,
+  );
   const paid = await runTask(url, 'approve_payment', { amount: 42 }, { ok: true });
   check(
     paid.status === 'completed' && paid.asked.length === 1,
@@ -346,6 +374,22 @@ try {
     },
   );
   check(viaCli.trim() === '3 words' && viaCli.endsWith('\n'), '`call` prints the result', viaCli);
+  writeFileSync(path.join(project, 'client.ts'), clientTs(serverUrl, path.join(work, 'client-state')));
+  const host = JSON.parse(sh('node', ['client.ts'], project, cleanEnv())) as {
+    status: string;
+    result: unknown;
+    record?: { tool: string; shownAt?: string };
+    pending: number;
+  };
+  check(
+    host.status === 'completed' &&
+      JSON.stringify(host.result).includes('2 words') &&
+      host.record?.tool === 'word_count' &&
+      host.record.shownAt !== undefined &&
+      host.pending === 0,
+    'durable-mcp-tasks/client runs a task and keeps its record in a FileTaskStore',
+    host,
+  );
   server.child.kill('SIGTERM');
   worker.child.kill('SIGTERM');
   // As with `start` above: npx goes at once, the processes under it notice and drain.

@@ -11,10 +11,10 @@ import { TaskService, type LocalStart } from '../../src/tasks/service.ts';
 import type { ClaimedTask } from '../../src/tasks/store/lease.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { RawMcp } from '../helpers/mcp.ts';
-import { startTestRuntime } from '../helpers/runtime.ts';
+import { startTestProcess } from '../helpers/server-process.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-type Started = Awaited<ReturnType<typeof startTestRuntime>>;
+type Started = Awaited<ReturnType<typeof startTestProcess>>;
 
 let tdb: TestDatabase;
 beforeAll(async () => {
@@ -87,7 +87,7 @@ const recorder = {
 
 /** Waits until this process's worker would take a task it creates (its first fetch found the queue empty). */
 async function untilIdle(rt: Started): Promise<void> {
-  const slot = await waitFor(() => rt.workers!.startHere(), { intervalMs: 10, what: 'the worker idle' });
+  const slot = await waitFor(() => rt.workers!.startHere(0), { intervalMs: 10, what: 'the worker idle' });
   slot.release();
 }
 
@@ -115,7 +115,7 @@ describe('creating through the queue (no worker here)', () => {
   let rt: Started;
   beforeAll(async () => {
     recorder.install();
-    rt = await startTestRuntime({ databaseUrl: tdb.url, role: 'server' });
+    rt = await startTestProcess({ databaseUrl: tdb.url, role: 'server' });
   });
   afterAll(async () => {
     await rt?.stop();
@@ -133,10 +133,12 @@ describe('creating through the queue (no worker here)', () => {
       const sent = await recorder.during(async () => {
         taskId = (await new RawMcp(rt.url).callTool('analyze_numbers', { count: 10 })).taskId as string;
       });
-      // The request's only write: no BEGIN, no COMMIT, no separate job INSERT or NOTIFY.
+      // The request's writes: its admission (the principal's quotas), then the create in one statement:
+      // no BEGIN, no COMMIT, no separate job INSERT or NOTIFY.
       const writes = sent.filter((t) => /\b(insert|begin|commit|pg_notify)\b/i.test(t));
-      expect(writes).toHaveLength(1);
-      expect(writes[0]).toMatch(/insert into "tasks".*INSERT INTO pgboss\..*pg_notify/s);
+      expect(writes).toHaveLength(2);
+      expect(writes[0]).toMatch(/insert into principal_creation_buckets/);
+      expect(writes[1]).toMatch(/insert into "tasks".*INSERT INTO pgboss\..*pg_notify/s);
 
       const [job] = await jobsOf(taskId);
       expect(job).toBeDefined();
@@ -161,7 +163,7 @@ describe('creating through the queue (no worker here)', () => {
 describe('creating on an idle worker of this process', () => {
   let rt: Started;
   beforeAll(async () => {
-    rt = await startTestRuntime({
+    rt = await startTestProcess({
       databaseUrl: tdb.url,
       env: { WORKER_CONCURRENCY: '1', LEASE_MS: '600' },
     });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { expectedAnalysis } from '../helpers/analysis.ts';
-import { useTestServer } from '../helpers/runtime.ts';
+import { useTestServer } from '../helpers/server-process.ts';
 import { count, TEST_TOOLS } from '../helpers/test-tools.ts';
 
 const server = useTestServer({ tools: [...SHIPPED_TOOLS, ...TEST_TOOLS] });

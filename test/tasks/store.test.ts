@@ -6,10 +6,9 @@ import { requestCancel } from '../../src/tasks/store/cancel.ts';
 import { insertTask } from '../../src/tasks/store/create.ts';
 import { finishAttempt, settleCancelRequest, setStatusMessage } from '../../src/tasks/store/finish.ts';
 import { answerInputRequests, suspendForInput } from '../../src/tasks/store/input.ts';
+import { claimTask, claimTasks } from '../../src/tasks/store/claim.ts';
 import {
   checkLeases,
-  claimTask,
-  claimTasks,
   LeaseLostError,
   reclaimExpiredLeases,
   redeliverStuckRuns,

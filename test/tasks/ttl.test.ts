@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
-import { useTestServer } from '../helpers/runtime.ts';
+import { useTestServer } from '../helpers/server-process.ts';
 import { count, TEST_TOOLS } from '../helpers/test-tools.ts';
 import { waitFor } from '../helpers/wait.ts';
 

@@ -4,7 +4,7 @@
 // task it is woken for. Every task goes through the queue here (no eager start on this process's worker).
 import { describe, expect, it } from 'vitest';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
-import { useTestServer } from '../helpers/runtime.ts';
+import { useTestServer } from '../helpers/server-process.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const server = useTestServer({

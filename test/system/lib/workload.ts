@@ -3,6 +3,7 @@
  * independent clients (ext-tasks' withTasks, and raw HTTP), each checked against an answer computed
  * here; and the database check that no acknowledged task was lost or run to completion twice.
  */
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import {
@@ -13,6 +14,7 @@ import {
 import pg from 'pg';
 import { expectedAnalysis } from '../../helpers/analysis.ts';
 import { extTasksPort } from '../../helpers/ext-tasks.ts';
+import { META_IDEMPOTENCY_KEY } from '../../../src/core/wire.ts';
 import { postMcp, type RequestOptions, type RpcReply } from '../../helpers/mcp.ts';
 import { waitFor } from '../../helpers/wait.ts';
 
@@ -43,6 +45,8 @@ export class Workload {
   /** Every failed request (transport error, 5xx, JSON-RPC error a correct client would not get). */
   readonly clientErrors: ClientError[] = [];
   crossInstanceUpdates = 0;
+  /** Creates sent again after a lost reply, with their idempotency key. */
+  createsRetried = 0;
   /** Cancel jobs whose task ended `completed`: their cancel must have come after the end. */
   readonly lateCancels = new Set<string>();
   readonly #chunkDelayMs: number;
@@ -61,16 +65,17 @@ export class Workload {
 
   /**
    * One JSON-RPC request. Transient failures (connection resets, 5xx, -32603) are recorded as
-   * client-visible errors and retried, as a client would: reads always, a `tools/call` only when the
-   * reply proves it created nothing (a JSON-RPC error), never after a lost reply. Gives up after 200
-   * attempts (20 s and more).
+   * client-visible errors and retried, as a client would: reads always, a `tools/call` when the reply
+   * proves it created nothing (a JSON-RPC error), or after a lost reply when it carries an idempotency
+   * key (the retry gets the task the lost call created, if it did). Gives up after 200 attempts (20 s
+   * and more).
    */
   async rpc(
     method: string,
     params: Record<string, unknown>,
     opts: RequestOptions & { url?: string; headers?: Record<string, string>; signal?: AbortSignal } = {},
   ): Promise<RpcReply> {
-    const readOnly = method !== 'tools/call';
+    const retriable = method !== 'tools/call' || opts.meta?.[META_IDEMPOTENCY_KEY] !== undefined;
     for (let attempt = 0; ; attempt++) {
       let failure: string;
       try {
@@ -84,8 +89,9 @@ export class Workload {
       } catch (err) {
         failure = `transport: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : String(err)}`;
         this.clientErrors.push({ at: Date.now(), method, what: failure });
-        // A lost reply to tools/call may have created a task: a client cannot know, so it gives up.
-        if (!readOnly || attempt >= 200) throw err;
+        // A lost reply to tools/call may have created a task: without a key a client cannot know, so it gives up.
+        if (!retriable || attempt >= 200) throw err;
+        if (method === 'tools/call') this.createsRetried++;
       }
       await sleep(100);
     }
@@ -106,7 +112,12 @@ export class Workload {
   }
 
   async #created(name: string, args: Record<string, unknown>): Promise<{ taskId: string; upstream: string }> {
-    const created = await this.rpc('tools/call', { name, arguments: args });
+    // Each create names its own key: a retry after a lost reply gets the task the first call made.
+    const created = await this.rpc(
+      'tools/call',
+      { name, arguments: args },
+      { meta: { [META_IDEMPOTENCY_KEY]: randomUUID() } },
+    );
     const taskId = created.body.result?.taskId as string | undefined;
     if (taskId === undefined)
       throw new Error(`tools/call ${name} created no task: ${JSON.stringify(created.body)}`);
@@ -246,8 +257,9 @@ export class Workload {
         resumed: boolean;
         cancel_requested: boolean;
         args: { count?: number; chunkSize?: number };
+        keyed: boolean;
       }>(
-        `select t.task_id, t.status, t.tool_name, t.arguments as args,
+        `select t.task_id, t.status, t.tool_name, t.arguments as args, t.idempotency_key is not null as keyed,
                 t.cancel_requested_at is not null as cancel_requested,
                 (select count(*) from task_steps s where s.task_id = t.task_id) as steps,
                 (select count(distinct attempt) > 1 from task_steps s where s.task_id = t.task_id) as resumed
@@ -257,6 +269,8 @@ export class Workload {
     await db.end();
     const stored = new Map(rows.map((r) => [r.task_id, r]));
     const lost = [...this.acknowledged].filter((id) => !stored.has(id));
+    // A create retried after a lost reply must not have left a second task no client knows of.
+    const duplicated = rows.filter((r) => r.keyed && !this.acknowledged.has(r.task_id));
     const wrongSteps = rows.filter(
       (r) =>
         r.tool_name === 'analyze_numbers' &&
@@ -282,6 +296,9 @@ export class Workload {
       byKind.set(o.kind, k);
     }
     log(`acknowledged tasks: ${this.acknowledged.size}; stored: ${rows.length}; lost: ${lost.length}`);
+    log(
+      `creates retried after a lost reply (idempotency key): ${this.createsRetried}; tasks no client holds: ${duplicated.length}`,
+    );
     for (const [kind, k] of byKind) log(`  ${kind.padEnd(14)} right: ${k.ok}  wrong: ${k.bad}`);
     log(`input answered through the other instance: ${this.crossInstanceUpdates}/${this.counts.confirm}`);
     if (this.lateCancels.size > 0)
@@ -295,6 +312,7 @@ export class Workload {
     return (
       bad.length +
       lost.length +
+      duplicated.length +
       wrongSteps.length +
       missing +
       (this.crossInstanceUpdates < this.counts.confirm ? 1 : 0)
