@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/log.ts';
-import { startRuntime, type Role } from '../src/runtime.ts';
+import { startProcess, type Role } from '../src/process/start.ts';
 import { SHIPPED_TOOLS } from '../src/tools/shipped/index.ts';
 
 const admin = process.env.ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -43,7 +43,7 @@ const connections = async () => {
 try {
   for (const role of ['server', 'worker', 'all'] as Role[]) {
     const config = loadConfig({ ...process.env, DATABASE_URL: url.toString(), PORT: '0', LOG_LEVEL: 'warn' });
-    const rt = await startRuntime({ config, log: createLogger('warn'), role, tools: SHIPPED_TOOLS });
+    const rt = await startProcess({ config, log: createLogger('warn'), role, tools: SHIPPED_TOOLS });
     await sleep(2_000); // past start-up
     counted = 0;
     counting = true;

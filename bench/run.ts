@@ -5,11 +5,13 @@
  * a number.
  *
  *   npm run bench                       every scenario
- *   npm run bench -- get create         some of them: get protocol sessions create drain latency history memory
+ *   npm run bench -- get create         some of them: get protocol sessions create drain latency workflow history memory
+ *                                       fairness amplification sync-calls
  *
  * Settings (environment): BENCH_DURATION (s, default 10), BENCH_WARMUP (3), BENCH_CONNECTIONS (10),
  * BENCH_DRAIN_TASKS (5000), BENCH_DRAIN_CONCURRENCY (16,4), BENCH_HISTORY_ROWS (1000000),
- * BENCH_MEMORY_REQUESTS (30000).
+ * BENCH_MEMORY_REQUESTS (30000), BENCH_SLEEPERS (2000), BENCH_SIGNALS (100), BENCH_FAIR_FLOOD (3000),
+ * BENCH_FAIR_HOLD_MS (2000), BENCH_IDLE_STREAMS (300).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -34,9 +36,25 @@ import {
   type ScratchDb,
 } from './lib/harness.ts';
 import { mcpUrl, server, worker } from './lib/processes.ts';
+import { benchFairness } from './fairness.ts';
+import { benchAmplification } from './amplification.ts';
 import { benchSessions } from './sessions.ts';
+import { benchSyncCalls } from './sync-calls.ts';
 
-const SCENARIOS = ['get', 'protocol', 'sessions', 'create', 'drain', 'latency', 'history', 'memory'] as const;
+const SCENARIOS = [
+  'get',
+  'protocol',
+  'sessions',
+  'create',
+  'drain',
+  'latency',
+  'workflow',
+  'history',
+  'memory',
+  'fairness',
+  'amplification',
+  'sync-calls',
+] as const;
 type Scenario = (typeof SCENARIOS)[number];
 const chosen = (process.argv.slice(2).length === 0 ? [...SCENARIOS] : process.argv.slice(2)) as Scenario[];
 for (const s of chosen)
@@ -269,7 +287,7 @@ update bench_queue q set status = 'running', claimed_at = now() from c where q.i
 update bench_queue set status = 'done', done_at = now() where id = :id;
 `;
 
-async function queueFloor(db: ScratchDb, clients: number): Promise<number | undefined> {
+async function queueFloor(db: ScratchDb, clients: number, jobs = DRAIN_TASKS): Promise<number | undefined> {
   await db.sql('drop table if exists bench_queue');
   await db.sql(`create table bench_queue (id bigserial primary key, payload jsonb not null, status text not null,
     claimed_at timestamptz, done_at timestamptz)`);
@@ -277,7 +295,7 @@ async function queueFloor(db: ScratchDb, clients: number): Promise<number | unde
   await db.sql(
     `insert into bench_queue (payload, status) select jsonb_build_object('taskId', g::text), 'queued'
     from generate_series(1, $1) g`,
-    [DRAIN_TASKS],
+    [jobs],
   );
   await db.sql('vacuum analyze bench_queue');
   return pgbench(db.url, QUEUE_CLAIM, [
@@ -288,7 +306,7 @@ async function queueFloor(db: ScratchDb, clients: number): Promise<number | unde
     '-j',
     '2',
     '-t',
-    String(Math.floor(DRAIN_TASKS / clients)),
+    String(Math.floor(jobs / clients)),
   ])?.tps;
 }
 
@@ -350,12 +368,16 @@ const IO_DRAINS = [
 ];
 
 // ---- wake-up latency: bench/task-latency.ts (tools/call → handler start, tasks/cancel → abort) ----
-async function latencyRun(db: ScratchDb, env: Record<string, string>): Promise<string> {
-  const p = await startProc(
-    ['bench/task-latency.ts', process.env.BENCH_LATENCY_ITERATIONS ?? '200'],
-    { DATABASE_URL: db.url, ...env },
-    { ready: 'none' },
-  );
+/** A line's p50 and p99, as bench/task-latency.ts and bench/workflow.ts print them. */
+function percentilesIn(text: string, label: string): { p50: number; p99: number } {
+  const m = new RegExp(`${label}\\s+p50\\s+([\\d.-]+) ms\\s+p99\\s+([\\d.-]+) ms`).exec(text);
+  if (m === null) throw new Error(`no "${label}" line in the output`);
+  return { p50: Number(m[1]), p99: Number(m[2]) };
+}
+
+/** Runs a benchmark program on the scratch database; what it printed (echoed here too). */
+async function programRun(args: string[], env: Record<string, string>): Promise<string> {
+  const p = await startProc(args, env, { ready: 'none' });
   const out: string[] = [];
   p.child.stdout!.on('data', (d: Buffer) => out.push(d.toString()));
   await new Promise((resolve) => p.child.once('exit', resolve));
@@ -371,12 +393,11 @@ async function benchLatency(db: ScratchDb): Promise<void> {
     ['', {}],
     [' (through the queue)', { WORKER_EAGER_START: 'false' }],
   ] as const) {
-    const text = await latencyRun(db, env);
-    /** A line's p50 and p99, as bench/task-latency.ts prints them. */
-    const percentiles = (label: string) => {
-      const m = new RegExp(`${label}\\s+p50\\s+([\\d.]+) ms\\s+p99\\s+([\\d.]+) ms`).exec(text);
-      return { p50: Number(m?.[1]), p99: Number(m?.[2]) };
-    };
+    const text = await programRun(['bench/task-latency.ts', process.env.BENCH_LATENCY_ITERATIONS ?? '200'], {
+      DATABASE_URL: db.url,
+      ...env,
+    });
+    const percentiles = (label: string) => percentilesIn(text, label);
     const echo = percentiles('baseline: sync echo round trip').p50;
     const measured: [string, string][] = [
       ['tools/call sent → handler starts', `tools/call → handler start${how}`],
@@ -393,6 +414,94 @@ async function benchLatency(db: ScratchDb): Promise<void> {
       });
     }
   }
+}
+
+// ---- workflow primitives: durable sleep wake-up lateness, signal delivery → handler resumed ----
+async function benchWorkflow(db: ScratchDb): Promise<void> {
+  const text = await programRun(
+    ['bench/workflow.ts', process.env.BENCH_SLEEPERS ?? '2000', process.env.BENCH_SIGNALS ?? '100'],
+    { DATABASE_URL: db.url },
+  );
+  const percentiles = (label: string) => percentilesIn(text, label);
+  const late = percentiles('wake-up lateness after the deadline');
+  const timer = percentiles('floor: a 2 s setTimeout, same process');
+  const signal = percentiles('signal POST sent → handler goes on');
+  const echo = percentiles('floor: sync echo round trip');
+  rows.push(
+    {
+      scenario: 'ctx.sleep: wake-up lateness',
+      ours: `p50 ${late.p50} ms, p99 ${late.p99} ms`,
+      floor: `2 s setTimeout: p99 ${timer.p99} ms`,
+      ratio: '',
+      target: 'p99 ≤ 250 ms',
+    },
+    {
+      scenario: 'signal POST → handler goes on',
+      ours: `p50 ${signal.p50} ms, p99 ${signal.p99} ms`,
+      floor: `sync echo round trip: p50 ${echo.p50} ms`,
+      ratio: fmt.x(signal.p50 / echo.p50),
+      target: 'p50 ≤ 3×',
+    },
+  );
+  await benchMap(db);
+}
+
+// ---- fan-out: a ctx.map of N trivial items on one worker process, vs a bare SKIP LOCKED queue ----
+const MAP_ITEMS = Number(process.env.BENCH_MAP_ITEMS ?? 10_000);
+const MAP_CONCURRENCY = 32;
+
+/**
+ * One `checksum_shards` task mapping MAP_ITEMS trivial items, MAP_CONCURRENCY at a time, on one worker
+ * process (its default concurrency, 32): items per second from the task's creation to its completion
+ * (inserting the items, every item's leg, waking the parent and reading the results included).
+ */
+async function mapOnce(db: ScratchDb): Promise<number> {
+  await db.sql('delete from tasks');
+  const srv = await server(db);
+  const work = await worker(db, { METRICS_PORT: '' });
+  try {
+    const post = async (method: string, params: Record<string, unknown>, name: string) => {
+      const res = await fetch(mcpUrl(srv), {
+        method: 'POST',
+        headers: MCP_HEADERS(method, name),
+        body: rpcBody(method, params),
+      });
+      return ((await res.json()) as { result: Record<string, unknown> }).result;
+    };
+    const created = await post(
+      'tools/call',
+      { name: 'checksum_shards', arguments: { shards: MAP_ITEMS, concurrency: MAP_CONCURRENCY } },
+      'checksum_shards',
+    );
+    const taskId = created.taskId as string;
+    const deadline = Date.now() + 600_000;
+    for (;;) {
+      const got = await post('tasks/get', { taskId }, taskId);
+      if (got.status === 'completed') break;
+      if (got.status !== 'working' || Date.now() > deadline)
+        throw new Error(`map ended ${String(got.status)}`);
+      await sleep(100);
+    }
+    const [{ s: span }] = (await db.sql(
+      `select extract(epoch from last_updated_at - created_at)::float8 as s from tasks where task_id = $1`,
+      [taskId],
+    )) as [{ s: number }];
+    return MAP_ITEMS / span;
+  } finally {
+    await Promise.all([srv.stop(), work.stop()]);
+  }
+}
+
+async function benchMap(db: ScratchDb): Promise<void> {
+  const rate = await mapOnce(db);
+  const floor = await queueFloor(db, MAP_CONCURRENCY, MAP_ITEMS);
+  rows.push({
+    scenario: `ctx.map of ${MAP_ITEMS.toLocaleString('en')} trivial items, concurrency ${MAP_CONCURRENCY}, 1 worker`,
+    ours: `${Math.round(rate)} items/s, creation to completion`,
+    floor: `SKIP LOCKED claim+complete, ${MAP_CONCURRENCY} clients: ${floor === undefined ? 'pgbench not installed' : `${Math.round(floor)} tasks/s`}`,
+    ratio: floor === undefined ? '-' : fmt.x(rate / floor),
+    target: '≥ 0.5×',
+  });
 }
 
 // ---- cost with history: tasks/get and create at 10k vs 1M stored tasks; the sweeper under load ----
@@ -561,8 +670,12 @@ const RUN: Record<Scenario, (db: ScratchDb) => Promise<void>> = {
   create: benchCreate,
   drain: benchDrain,
   latency: benchLatency,
+  workflow: benchWorkflow,
   history: benchHistory,
   memory: benchMemory,
+  fairness: benchFairness,
+  amplification: benchAmplification,
+  'sync-calls': benchSyncCalls,
 };
 
 console.log(

@@ -13,10 +13,10 @@
 import { z } from 'zod';
 import { loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/log.ts';
-import { startRuntime } from '../src/runtime.ts';
+import { startProcess } from '../src/process/start.ts';
 import { defineTool, type ToolDefinition } from '../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../src/tools/shipped/index.ts';
-import { postMcp, TASKS_EXT } from '../test/helpers/mcp.ts';
+import { percentileLine, rpcClient } from './lib/sequential.ts';
 
 const N = Number(process.argv[2] ?? 200);
 const started = new Map<string, number>();
@@ -56,35 +56,18 @@ const config = loadConfig({
   EMBEDDED_PG_DIR: process.env.EMBEDDED_PG_DIR ?? '.data/bench-postgres',
   EMBEDDED_PG_PORT: process.env.EMBEDDED_PG_PORT ?? '54349',
 });
-const rt = await startRuntime({
+const rt = await startProcess({
   config,
   log: createLogger('warn'),
   role: 'all',
   tools: [...SHIPPED_TOOLS, noop, waiter] as ToolDefinition[],
 });
 const url = rt.url!;
-/** One 2026-07-28 request (the tasks extension declared); its result, or a throw with its error. */
-async function call(
-  method: string,
-  params: Record<string, unknown>,
-  name?: string,
-): Promise<Record<string, any>> {
-  const reply = await postMcp(url, method, params, {
-    caps: { extensions: { [TASKS_EXT]: {} } },
-    ...(name === undefined ? {} : { headers: { 'mcp-name': name } }),
-  });
-  if (reply.body.result === undefined) throw new Error(JSON.stringify(reply.body.error));
-  return reply.body.result as Record<string, any>;
-}
+const call = rpcClient(url);
 
 const until = async (pred: () => boolean) => {
   while (!pred()) await new Promise((r) => setTimeout(r, 0));
 };
-const pct = (xs: number[], p: number) =>
-  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
-const fmt = (label: string, xs: number[], base?: number[]) =>
-  `${label.padEnd(38)} p50 ${pct(xs, 50).toFixed(2).padStart(7)} ms  p99 ${pct(xs, 99).toFixed(2).padStart(7)} ms` +
-  (base ? `  (p50 ×${(pct(xs, 50) / pct(base, 50)).toFixed(1)} of baseline)` : '');
 
 for (let i = 0; i < 20; i++) await call('tools/call', { name: 'echo', arguments: { text: 'w' } }, 'echo');
 
@@ -121,9 +104,9 @@ for (let i = 0; i < N; i++) {
 }
 
 console.log(`iterations: ${N} (sequential, one client)`);
-console.log(fmt('baseline: sync echo round trip', echo));
-console.log(fmt('tools/call → CreateTaskResult', create, echo));
-console.log(fmt('tools/call sent → handler starts', start, echo));
-console.log(fmt('tasks/cancel sent → abort signal', cancel, echo));
-console.log(fmt('tools/call → completed (polled)', complete, echo));
+console.log(percentileLine('baseline: sync echo round trip', echo));
+console.log(percentileLine('tools/call → CreateTaskResult', create, echo));
+console.log(percentileLine('tools/call sent → handler starts', start, echo));
+console.log(percentileLine('tasks/cancel sent → abort signal', cancel, echo));
+console.log(percentileLine('tools/call → completed (polled)', complete, echo));
 await rt.stop();

@@ -31,7 +31,7 @@ export interface ScratchDb {
 
 /** A fresh database on the bench Postgres, migrated (our schema, pg-boss's, the run queue). */
 export async function scratchDb(label: string): Promise<ScratchDb> {
-  const name = `bench_${label}_${randomBytes(3).toString('hex')}`;
+  const name = `bench_${label.replace(/\W/g, '_')}_${randomBytes(3).toString('hex')}`;
   const admin = new pg.Client({ connectionString: ADMIN_URL });
   await admin.connect();
   await admin.query(`create database ${name}`);

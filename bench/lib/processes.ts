@@ -7,6 +7,10 @@ const SERVER_ENV = (db: ScratchDb): Record<string, string> => ({
   MIGRATE_ON_START: 'false',
   RATE_LIMIT_POLLING: 'false',
   HOST: '127.0.0.1',
+  // One principal drives every scenario, far past the per-principal quotas (the fairness scenario sets its own).
+  MAX_ACTIVE_TASKS_PER_PRINCIPAL: '10000000',
+  TASK_CREATE_RATE_PER_SECOND: '0',
+  MAX_SESSIONS_PER_PRINCIPAL: '10000000',
 });
 
 /** As the image and `npm start`/`npm run server|worker` run node (see the Dockerfile). */
