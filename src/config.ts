@@ -150,6 +150,12 @@ const ConfigSchema = z.object({
   MAX_SUBSCRIPTIONS_PER_PRINCIPAL: intFromEnv(32, 1).describe(
     'Open subscriptions/listen streams per principal on one instance (429 above).',
   ),
+  MAX_GET_STREAMS_PER_PRINCIPAL: intFromEnv(1_000, 1).describe(
+    "Open 2025-11-25 GET streams (a session's own stream or a resumed one) per principal on one instance; the next GET gets -31429 (HTTP 429).",
+  ),
+  MAX_RESULT_WAITS_PER_PRINCIPAL: intFromEnv(1_000, 1).describe(
+    'Open 2025-11-25 tasks/result waits per principal on one instance; the next one gets -31429 (HTTP 429).',
+  ),
   MAX_STEPS_PER_TASK: intFromEnv(100_000, 1).describe(
     'Steps (ctx.step checkpoints, sleeps, signals) one task may record; the next one fails the task with -32603 naming the limit.',
   ),

@@ -3,6 +3,7 @@ import type { Hono } from 'hono';
 import type { Config } from '../config.ts';
 import type { ChangeFeed } from '../events/change-feed.ts';
 import type { ServerEvents } from '../events/server-events.ts';
+import { PerPrincipalCap } from '../core/per-principal-cap.ts';
 import { createApp } from '../http/app.ts';
 import { securityFromConfig } from '../http/auth/from-config.ts';
 import type { AuthEnv } from '../http/auth/middleware.ts';
@@ -96,6 +97,18 @@ export async function serveMcp(parts: McpEndpointParts, cleanups: CleanupStack):
     servingListeners: [`${LISTENER_NAME}:all`, `${LISTENER_NAME}:server`],
     maxSessionsPerPrincipal: config.MAX_SESSIONS_PER_PRINCIPAL,
   });
+  const sessionCaps = {
+    getStreams: new PerPrincipalCap(
+      'MAX_GET_STREAMS_PER_PRINCIPAL',
+      config.MAX_GET_STREAMS_PER_PRINCIPAL,
+      'open GET streams',
+    ),
+    resultWaits: new PerPrincipalCap(
+      'MAX_RESULT_WAITS_PER_PRINCIPAL',
+      config.MAX_RESULT_WAITS_PER_PRINCIPAL,
+      'tasks/result waits',
+    ),
+  };
   const buildApp = (port: number) => {
     const security = securityFromConfig(config, port);
     return createApp({
@@ -132,6 +145,8 @@ export async function serveMcp(parts: McpEndpointParts, cleanups: CleanupStack):
           requestorsIdentified: config.AUTH_MODE !== 'none',
           maxInputResponsesBytes: config.MAX_INPUT_RESPONSES_BYTES,
           maxSessionMetadataBytes: config.MAX_SESSION_METADATA_BYTES,
+          caps: sessionCaps,
+          backstopMs: config.SUBSCRIPTION_POLL_MS,
           metrics: parts.operational.metrics,
         }),
       allowedOrigins: config.ALLOWED_ORIGINS.split(',')

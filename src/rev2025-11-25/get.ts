@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import type { Session } from './sessions/store.ts';
 import type { SessionEraOptions } from './options.ts';
-import { rpcError, SESSION_HEADER } from './wire.ts';
+import { quotaRefusal, rpcError, SESSION_HEADER } from './wire.ts';
 import { SessionStream, SSE_HEADERS } from './sse.ts';
 import { deliverTaskInput } from './task-input.ts';
 import { taskOf } from './tasks.ts';
@@ -49,14 +49,21 @@ export function sessionGet(o: SessionEraOptions) {
     if ('refused' in found) return found.refused;
     const { session } = found;
     const lastEventId = c.req.header('last-event-id');
-    if (lastEventId !== undefined) {
-      const streamId = await o.sessions.streamOf(session.sessionId, lastEventId);
-      if (streamId === undefined) {
-        return c.json(rpcError(null, -32000, 'Bad Request: unknown Last-Event-ID'), 400);
-      }
-      return resume(o, session, streamId, lastEventId);
+    const streamId =
+      lastEventId === undefined ? undefined : await o.sessions.streamOf(session.sessionId, lastEventId);
+    if (lastEventId !== undefined && streamId === undefined) {
+      return c.json(rpcError(null, -32000, 'Bad Request: unknown Last-Event-ID'), 400);
     }
-    return standalone(o, session);
+    let release: () => void;
+    try {
+      release = o.caps.getStreams.take(session.principal);
+    } catch (err) {
+      return quotaRefusal(c, null, err, o.metrics);
+    }
+    if (lastEventId !== undefined && streamId !== undefined) {
+      return resume(o, session, { streamId, after: lastEventId, release });
+    }
+    return standalone(o, session, release);
   };
 }
 
@@ -85,12 +92,16 @@ function lifetime(
   return { end, offs };
 }
 
-function resume(o: SessionEraOptions, session: Session, streamId: string, after: string): Response {
+function resume(
+  o: SessionEraOptions,
+  session: Session,
+  { streamId, after, release }: { streamId: string; after: string; release: () => void },
+): Response {
   const stream = new SessionStream(o.sessions, session.sessionId, streamId);
   let last = after;
   let done = false;
   let busy = Promise.resolve();
-  const { end, offs } = lifetime(o, session, stream);
+  const { end, offs } = lifetime(o, session, stream, [release]);
   // Replays in order, one read at a time; ends after the call's response.
   const pump = () => {
     busy = busy.then(async () => {
@@ -127,7 +138,7 @@ function resume(o: SessionEraOptions, session: Session, streamId: string, after:
  * created, their status notifications and the input requests no other stream sent (see task-input.ts),
  * those waiting when the stream opens included.
  */
-function standalone(o: SessionEraOptions, session: Session): Response {
+function standalone(o: SessionEraOptions, session: Session, release: () => void): Response {
   const streamId = `get-${randomBytes(9).toString('base64url')}`;
   const stream = new SessionStream(o.sessions, session.sessionId, streamId);
   const warn = (err: unknown) => o.log.warn('stream write failed', { error: String(err) });
@@ -159,6 +170,7 @@ function standalone(o: SessionEraOptions, session: Session): Response {
     });
   }
   const offs = [
+    release,
     o.feed?.on(CHANNELS.list, (kind) => send(`notifications/${kind}/list_changed`)) ?? (() => {}),
     // The session's tasks as the process's one read of each change found them: no read of its own.
     hasTasks

@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import type { Kysely } from 'kysely';
 import type { Metrics } from '../core/metrics.ts';
+import type { PerPrincipalCap } from '../core/per-principal-cap.ts';
 import type { Implementation } from '../core/wire.ts';
 import type { Database } from '../db/database.ts';
 import type { ChangeFeed } from '../events/change-feed.ts';
@@ -35,6 +36,13 @@ export interface SessionEraOptions {
   maxInputResponsesBytes: number;
   /** The largest `capabilities` and `clientInfo` of an initialize, together, as JSON (MAX_SESSION_METADATA_BYTES). */
   maxSessionMetadataBytes: number;
+  /** What one principal may hold open on this instance: GET streams and tasks/result waits. */
+  caps: { getStreams: PerPrincipalCap; resultWaits: PerPrincipalCap };
+  /**
+   * How often a tasks/result wait reads its task in case this process missed a change (SUBSCRIPTION_POLL_MS;
+   * its task's pollIntervalMs when there is no change feed). A feed that reconnects wakes every wait.
+   */
+  backstopMs: number;
   /** Where refusals for a quota are counted. */
   metrics?: Metrics | undefined;
   keepAliveMs?: number | undefined;

@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import { ProtocolErrorCode, QuotaExceededError } from '../core/errors.ts';
+import { ProtocolErrorCode } from '../core/errors.ts';
 import { isStorable, jsonBytes } from '../core/limits.ts';
 import { PROTOCOL_VERSION, type ClientCapabilities, type JsonObject, type RequestId } from '../core/wire.ts';
 import type { SessionEraOptions } from './options.ts';
@@ -8,7 +8,7 @@ import { SERVER_REQUEST_ID_PREFIX } from './server-requests.ts';
 import { answerTaskInput, parseTaskInputRequestId } from './task-input.ts';
 import { LEGACY_VERSIONS, legacyCapabilities, negotiateVersion } from './shapes.ts';
 import type { Session } from './sessions/store.ts';
-import { isRequestId, rpcError, SESSION_HEADER } from './wire.ts';
+import { isRequestId, quotaRefusal, rpcError, SESSION_HEADER } from './wire.ts';
 
 type Message = {
   jsonrpc?: unknown;
@@ -176,10 +176,7 @@ async function initialize(
       clientInfo: clientInfo as JsonObject,
     });
   } catch (err) {
-    if (!(err instanceof QuotaExceededError)) throw err;
-    era.metrics?.quotaRefusals.inc({ limit: err.limit });
-    const { code, message, data } = err.toProtocolError();
-    return c.json(rpcError(id, code, message, data), 429);
+    return quotaRefusal(c, id, err, era.metrics);
   }
   const result = {
     protocolVersion: version,

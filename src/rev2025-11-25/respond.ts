@@ -1,3 +1,4 @@
+import { RATE_LIMITED_CODE } from '../core/errors.ts';
 import { answer } from './methods.ts';
 import type { SessionRequest } from './request.ts';
 import { SessionStream, SSE_HEADERS } from './sse.ts';
@@ -13,7 +14,8 @@ export async function respond(req: Omit<SessionRequest, 'stream'>): Promise<Resp
   const { era, c, session } = req;
   const headers = { 'Mcp-Session-Id': session.sessionId };
   if (!(c.req.header('accept') ?? '').includes('text/event-stream')) {
-    return c.json(await answer({ ...req, stream: undefined }), 200, headers);
+    const message = await answer({ ...req, stream: undefined });
+    return c.json(message, statusOf(message), headers);
   }
   const stream = new SessionStream(era.sessions, session.sessionId, undefined, {
     primeWithRetryMs: era.retryMs ?? 3_000,
@@ -27,7 +29,10 @@ export async function respond(req: Omit<SessionRequest, 'stream'>): Promise<Resp
   const final = answer({ ...req, stream });
   await Promise.race([stream.opened, final]);
   clearTimeout(longCall);
-  if (!stream.isOpen) return c.json(await final, 200, headers);
+  if (!stream.isOpen) {
+    const message = await final;
+    return c.json(message, statusOf(message), headers);
+  }
   const keepAlive = setInterval(() => stream.keepAlive(), era.keepAliveMs ?? 15_000);
   void final
     .then((message) => stream.send(message))
@@ -37,4 +42,10 @@ export async function respond(req: Omit<SessionRequest, 'stream'>): Promise<Resp
       stream.close();
     });
   return new Response(stream.body, { status: 200, headers: { ...SSE_HEADERS, ...headers } });
+}
+
+/** A JSON answer's HTTP status: 429 for a principal over a quota (-31429), as the 2026-07-28 path does; else 200. */
+function statusOf(message: object): 200 | 429 {
+  const error = (message as { error?: { code?: unknown } }).error;
+  return error?.code === RATE_LIMITED_CODE ? 429 : 200;
 }

@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
+import { ProtocolError, ProtocolErrorCode, QuotaExceededError } from '../core/errors.ts';
+import type { PerPrincipalCap } from '../core/per-principal-cap.ts';
 import { ListParamsSchema, TaskIdParamsSchema, type JsonObject } from '../core/wire.ts';
 import { wellFormedTaskId } from '../tasks/ids.ts';
 import { toWireTask, type TaskView } from '../tasks/store/view.ts';
 import { cancelTaskNow } from './cancel.ts';
+import type { SessionEraOptions } from './options.ts';
 import type { SessionRequest } from './request.ts';
 import { legacyTask, toLegacyResult } from './shapes.ts';
 import { deliverTaskInput, RELATED_TASK } from './task-input.ts';
@@ -55,6 +57,7 @@ export async function tasksResult(req: SessionRequest, signal: AbortSignal): Pro
   const { era, session, params, stream } = req;
   const taskId = wellFormedTaskId(TaskIdParamsSchema.parse(params).taskId);
   const related = { [RELATED_TASK]: { taskId } };
+  const release = takeOrCount(era, era.caps.resultWaits, session.principal);
   // The task as the process's one read of each change found it (no read of this wait's own).
   let changed: TaskView | undefined;
   let wake: (() => void) | undefined;
@@ -62,7 +65,9 @@ export async function tasksResult(req: SessionRequest, signal: AbortSignal): Pro
     changed = view;
     wake?.();
   });
-  // One listener for the whole wait (a task may run for hours, polled every second).
+  // Changes missed while the feed was down: read again at once.
+  const offResync = era.feed?.onResync(() => wake?.()) ?? (() => {});
+  // One listener for the whole wait (a task may run for hours).
   const onAbort = () => wake?.();
   signal.addEventListener('abort', onAbort, { once: true });
   const streamId = `result-${randomBytes(9).toString('base64url')}`;
@@ -84,7 +89,7 @@ export async function tasksResult(req: SessionRequest, signal: AbortSignal): Pro
       if (changed === undefined) {
         const timer = new AbortController();
         await Promise.race([
-          sleep(Math.max(view.pollIntervalMs, 250), undefined, { signal: timer.signal }).catch(() => {}),
+          sleep(backstopOf(era, view), undefined, { signal: timer.signal }).catch(() => {}),
           new Promise<void>((resolve) => (wake = resolve)),
         ]);
         timer.abort();
@@ -93,8 +98,26 @@ export async function tasksResult(req: SessionRequest, signal: AbortSignal): Pro
     }
   } finally {
     off();
+    offResync();
+    release();
     signal.removeEventListener('abort', onAbort);
     await era.sessions.releaseDeliveries(streamId).catch(() => {});
+  }
+}
+
+/** How long a wait sleeps between reads of its own: the feed's changes wake it sooner. */
+function backstopOf(era: SessionEraOptions, view: TaskView): number {
+  const interval = Math.max(view.pollIntervalMs, 250);
+  return era.feed === undefined ? interval : Math.max(interval, era.backstopMs);
+}
+
+/** One of `cap` for `principal`, a refusal counted by its limit. */
+function takeOrCount(era: SessionEraOptions, cap: PerPrincipalCap, principal: string): () => void {
+  try {
+    return cap.take(principal);
+  } catch (err) {
+    if (err instanceof QuotaExceededError) era.metrics?.quotaRefusals.inc({ limit: err.limit });
+    throw err;
   }
 }
 

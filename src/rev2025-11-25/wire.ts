@@ -1,3 +1,6 @@
+import type { Context } from 'hono';
+import { QuotaExceededError } from '../core/errors.ts';
+import type { Metrics } from '../core/metrics.ts';
 import { META_PROTOCOL_VERSION, PROTOCOL_VERSION, type RequestId } from '../core/wire.ts';
 import { LEGACY_VERSIONS } from './shapes.ts';
 
@@ -37,3 +40,16 @@ export function rpcError(id: RequestId | null | undefined, code: number, message
 
 export const isRequestId = (id: unknown): id is RequestId =>
   typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id));
+
+/** The 429 for a principal over a quota (counted by its limit); anything else thrown is rethrown. */
+export function quotaRefusal(
+  c: Context,
+  id: RequestId | null,
+  err: unknown,
+  metrics: Metrics | undefined,
+): Response {
+  if (!(err instanceof QuotaExceededError)) throw err;
+  metrics?.quotaRefusals.inc({ limit: err.limit });
+  const { code, message, data } = err.toProtocolError();
+  return c.json(rpcError(id, code, message, data), 429);
+}

@@ -6,6 +6,8 @@ import { z } from 'zod';
 import { defineTool } from '../../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { initializeRequest, legacyHeaders, readReply } from '../helpers/mcp.ts';
+import { openLegacySession, openSessionGet } from '../helpers/legacy-session.ts';
+import { waitFor } from '../helpers/wait.ts';
 import { useTestServer } from '../helpers/server-process.ts';
 
 /** Records `steps` steps. */
@@ -27,6 +29,8 @@ const server = useTestServer({
     MAX_SESSION_METADATA_BYTES: '2000',
     MAX_STEPS_PER_TASK: '5',
     MAX_ARGUMENTS_BYTES: '4000',
+    MAX_GET_STREAMS_PER_PRINCIPAL: '2',
+    MAX_RESULT_WAITS_PER_PRINCIPAL: '2',
   },
 });
 
@@ -63,9 +67,101 @@ describe('MAX_SESSIONS_PER_PRINCIPAL', () => {
       headers: legacyHeaders({ sessionId: opened[0]!.sessionId! }),
     });
     expect(ended.status).toBe(200);
-    expect((await initialize()).status).toBe(200);
-    const metrics = await (await fetch(new URL('/metrics', server.rt.url))).text();
-    expect(metrics).toMatch(/durable_mcp_quota_refusals_total\{limit="MAX_SESSIONS_PER_PRINCIPAL"\} 1/);
+    const admitted = await initialize();
+    expect(admitted.status).toBe(200);
+    expect(await refusalsOf('MAX_SESSIONS_PER_PRINCIPAL')).toBe(1);
+    // The quota is the file's: the sessions go, for the tests after this one.
+    for (const { sessionId } of [...opened.slice(1), admitted]) {
+      await fetch(server.rt.url, { method: 'DELETE', headers: legacyHeaders({ sessionId: sessionId! }) });
+    }
+  });
+});
+
+/** A 2025-11-25 request of `sessionId`, left open: resolves with the response once its headers arrive. */
+function legacyPost(sessionId: string, method: string, params: object, signal?: AbortSignal) {
+  return fetch(server.rt.url, {
+    method: 'POST',
+    headers: legacyHeaders({ sessionId }),
+    body: JSON.stringify({ jsonrpc: '2.0', id: `${method}-${Math.random()}`, method, params }),
+    ...(signal === undefined ? {} : { signal }),
+  });
+}
+
+/** Expects the 429 of a quota named `limit`. */
+async function expectRefused(res: Response, limit: string) {
+  const reply = await readReply(res);
+  expect(reply.status).toBe(429);
+  expect(reply.body.error).toMatchObject({ code: -31429, data: { limit } });
+  expect(reply.body.error.message).toContain(`${limit}=2`);
+}
+
+async function refusalsOf(limit: string): Promise<number> {
+  const metrics = await (await fetch(new URL('/metrics', server.rt.url))).text();
+  const line = metrics
+    .split('\n')
+    .find((l) => l.startsWith(`durable_mcp_quota_refusals_total{limit="${limit}"}`));
+  return Number(line?.split(' ').at(-1) ?? 0);
+}
+
+describe('streams and waits one principal holds open on an instance', () => {
+  it('MAX_GET_STREAMS_PER_PRINCIPAL: the next GET gets -31429 and 429, and one is admitted once a stream closes', async () => {
+    const sessionId = await openLegacySession(server.rt.url);
+    const first = await openSessionGet(server.rt.url, sessionId);
+    const second = await openSessionGet(server.rt.url, sessionId);
+    const before = await refusalsOf('MAX_GET_STREAMS_PER_PRINCIPAL');
+    await expectRefused(
+      await fetch(server.rt.url, {
+        headers: { ...legacyHeaders({ sessionId }), accept: 'text/event-stream' },
+      }),
+      'MAX_GET_STREAMS_PER_PRINCIPAL',
+    );
+    expect(await refusalsOf('MAX_GET_STREAMS_PER_PRINCIPAL')).toBe(before + 1);
+    first.close();
+    const third = await waitFor(() => openSessionGet(server.rt.url, sessionId).catch(() => undefined), {
+      what: 'a GET admitted after one closed',
+    });
+    second.close();
+    third.close();
+  });
+
+  it('MAX_RESULT_WAITS_PER_PRINCIPAL: the next tasks/result gets -31429 and 429, and one is admitted once a wait ends', async () => {
+    const sessionId = await openLegacySession(server.rt.url, { tasks: {} });
+    const taskIds: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const created = await readReply(
+        await legacyPost(sessionId, 'tools/call', {
+          name: 'approved_export',
+          arguments: { batches: 1 },
+          task: { ttl: 60_000 },
+        }),
+      );
+      taskIds.push(created.body.result.task.taskId as string);
+    }
+    // An admitted wait becomes an SSE stream after a second (its headers arrive then); a refusal is at once.
+    const waits = taskIds.slice(0, 2).map(() => new AbortController());
+    const open = await Promise.all(
+      waits.map((abort, i) => legacyPost(sessionId, 'tasks/result', { taskId: taskIds[i] }, abort.signal)),
+    );
+    expect(open.map((res) => res.status)).toEqual([200, 200]);
+    await expectRefused(
+      await legacyPost(sessionId, 'tasks/result', { taskId: taskIds[2] }),
+      'MAX_RESULT_WAITS_PER_PRINCIPAL',
+    );
+    // A wait whose stream opened lasts until its task ends (its client may resume the stream elsewhere).
+    await readReply(await legacyPost(sessionId, 'tasks/cancel', { taskId: taskIds[0] }));
+    await readReply(open[0]!);
+    const admitted = new AbortController();
+    await waitFor(
+      async () => {
+        const res = await legacyPost(sessionId, 'tasks/result', { taskId: taskIds[2] }, admitted.signal);
+        if (res.status === 200) return true;
+        await res.arrayBuffer();
+        return false;
+      },
+      { what: 'a tasks/result admitted after one ended', intervalMs: 100 },
+    );
+    admitted.abort();
+    for (const abort of waits) abort.abort();
   });
 });
 

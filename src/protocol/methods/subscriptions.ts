@@ -1,13 +1,9 @@
-import { CHANNELS } from '../../events/change-feed.ts';
+import { CHANNELS, type ChangeFeed } from '../../events/change-feed.ts';
 import { z } from 'zod';
 import { coerceError } from '../../log.ts';
 import type { MethodHandler, RequestContext } from '../context.ts';
-import {
-  missingTasksExtension,
-  ProtocolError,
-  ProtocolErrorCode,
-  RATE_LIMITED_CODE,
-} from '../../core/errors.ts';
+import { missingTasksExtension, ProtocolError, ProtocolErrorCode } from '../../core/errors.ts';
+import { PerPrincipalCap } from '../../core/per-principal-cap.ts';
 import type { ServerDeps } from '../server-deps.ts';
 import { META_SUBSCRIPTION_ID } from '../../core/wire.ts';
 import { SubscriptionTasks } from './subscription-tasks.ts';
@@ -37,8 +33,11 @@ const LIST_FLAG = {
  * connection from whichever process made them; a periodic re-read covers lost notifications.
  */
 export function subscriptionsListen(deps: ServerDeps): MethodHandler {
-  /** Open streams per principal on this instance. */
-  const open = new Map<string, number>();
+  const open = new PerPrincipalCap(
+    'MAX_SUBSCRIPTIONS_PER_PRINCIPAL',
+    deps.limits.maxSubscriptionsPerPrincipal,
+    'open subscriptions',
+  );
   return async (ctx: RequestContext) => {
     const { notifications: filter } = ListenParamsSchema.parse(ctx.params);
     if (filter.taskIds !== undefined && !declaresTasks(ctx)) throw missingTasksExtension();
@@ -47,82 +46,95 @@ export function subscriptionsListen(deps: ServerDeps): MethodHandler {
     if (feed === undefined || notify === undefined) {
       throw new ProtocolError(ProtocolErrorCode.InternalError, 'Subscriptions are not available');
     }
-    if ((open.get(ctx.principal) ?? 0) >= deps.limits.maxSubscriptionsPerPrincipal) {
-      throw new ProtocolError(RATE_LIMITED_CODE, 'Too many open subscriptions', undefined, 429);
-    }
-    open.set(ctx.principal, (open.get(ctx.principal) ?? 0) + 1);
-    const subscriptionId = ctx.id;
-    const meta = { [META_SUBSCRIPTION_ID]: subscriptionId };
-
-    const honoured: Record<string, unknown> = {};
-    for (const [kind, flag] of Object.entries(LIST_FLAG)) {
-      const supported =
-        kind === 'tools' || (kind === 'prompts' ? !deps.prompts.empty : !deps.resources.empty);
-      if (filter[flag] === true && supported) honoured[flag] = true;
-    }
-    const resourceUris = new Set(deps.resources.empty ? [] : (filter.resourceSubscriptions ?? []));
-    if (filter.resourceSubscriptions !== undefined && !deps.resources.empty)
-      honoured.resourceSubscriptions = [...resourceUris];
-    const taskIds = filter.taskIds === undefined ? [] : await deps.tasks.owned(filter.taskIds, ctx.principal);
-    if (filter.taskIds !== undefined) honoured.taskIds = taskIds;
-
-    // One ordered queue per stream: notifications never overtake each other or the acknowledgement.
-    let queue: Promise<void> = Promise.resolve();
-    const send = (method: string, params: Record<string, unknown> = {}) => {
-      queue = queue
-        .then(() => notify({ method, params: { ...params, _meta: meta } }))
-        .catch((err: unknown) =>
-          ctx.log.debug('subscription send failed', { error: coerceError(err).message }),
-        );
-    };
-    send('notifications/subscriptions/acknowledged', { notifications: honoured });
-
-    const tasks = new SubscriptionTasks(taskIds, {
-      tasks: deps.tasks,
-      taskChanges: deps.taskChanges,
-      principal: ctx.principal,
-      log: ctx.log,
-      enqueue: (step) => {
-        const run = queue.then(step);
-        queue = run.catch(() => {});
-        return run;
-      },
-      notify: (detailed) => notify({ method: 'notifications/tasks', params: { ...detailed, _meta: meta } }),
-    });
-
-    const unsubscribe = [
-      feed.on(CHANNELS.list, (kind) => {
-        const flag = LIST_FLAG[kind as keyof typeof LIST_FLAG];
-        if (flag !== undefined && honoured[flag] === true) send(`notifications/${kind}/list_changed`);
-      }),
-      feed.on(CHANNELS.resource, (uri) => {
-        if (resourceUris.has(uri)) send('notifications/resources/updated', { uri });
-      }),
-      feed.onResync(() => tasks.refreshAll()),
-    ];
-    // The current state first, so that a change just before the subscription is not missed.
-    tasks.refreshAll();
-    const backstop =
-      tasks.size > 0 ? setInterval(() => tasks.refreshAll(), deps.subscriptionPollMs) : undefined;
-
-    // Listeners on long-lived signals are removed when the stream ends, or they would pile up.
-    const ended = new AbortController();
+    const release = open.take(ctx.principal);
     try {
-      await new Promise<void>((resolve) => {
-        if (ctx.signal.aborted || deps.shutdown.aborted) return resolve();
-        ctx.signal.addEventListener('abort', () => resolve(), { once: true, signal: ended.signal });
-        deps.shutdown.addEventListener('abort', () => resolve(), { once: true, signal: ended.signal });
-      });
+      return await listen(deps, ctx, { filter, feed, notify });
     } finally {
-      ended.abort();
-      clearInterval(backstop);
-      for (const off of unsubscribe) off();
-      tasks.close();
-      open.set(ctx.principal, (open.get(ctx.principal) ?? 1) - 1);
+      release();
     }
-    await queue;
-    if (ctx.signal.aborted) throw new Error('subscription closed by the client');
-    // Shutting down: the graceful end is a result for the listen request.
-    return { resultType: 'complete', _meta: meta };
   };
+}
+
+/** One subscriptions/listen stream, from its acknowledgement to its end. */
+async function listen(
+  deps: ServerDeps,
+  ctx: RequestContext,
+  stream: {
+    filter: z.infer<typeof FilterSchema>;
+    feed: ChangeFeed;
+    notify: NonNullable<RequestContext['notify']>;
+  },
+) {
+  const { filter, feed, notify } = stream;
+  const subscriptionId = ctx.id;
+  const meta = { [META_SUBSCRIPTION_ID]: subscriptionId };
+
+  const honoured: Record<string, unknown> = {};
+  for (const [kind, flag] of Object.entries(LIST_FLAG)) {
+    const supported = kind === 'tools' || (kind === 'prompts' ? !deps.prompts.empty : !deps.resources.empty);
+    if (filter[flag] === true && supported) honoured[flag] = true;
+  }
+  const resourceUris = new Set(deps.resources.empty ? [] : (filter.resourceSubscriptions ?? []));
+  if (filter.resourceSubscriptions !== undefined && !deps.resources.empty)
+    honoured.resourceSubscriptions = [...resourceUris];
+  const taskIds = filter.taskIds === undefined ? [] : await deps.tasks.owned(filter.taskIds, ctx.principal);
+  if (filter.taskIds !== undefined) honoured.taskIds = taskIds;
+
+  // One ordered queue per stream: notifications never overtake each other or the acknowledgement.
+  let queue: Promise<void> = Promise.resolve();
+  const send = (method: string, params: Record<string, unknown> = {}) => {
+    queue = queue
+      .then(() => notify({ method, params: { ...params, _meta: meta } }))
+      .catch((err: unknown) =>
+        ctx.log.debug('subscription send failed', { error: coerceError(err).message }),
+      );
+  };
+  send('notifications/subscriptions/acknowledged', { notifications: honoured });
+
+  const tasks = new SubscriptionTasks(taskIds, {
+    tasks: deps.tasks,
+    taskChanges: deps.taskChanges,
+    principal: ctx.principal,
+    log: ctx.log,
+    enqueue: (step) => {
+      const run = queue.then(step);
+      queue = run.catch(() => {});
+      return run;
+    },
+    notify: (detailed) => notify({ method: 'notifications/tasks', params: { ...detailed, _meta: meta } }),
+  });
+
+  const unsubscribe = [
+    feed.on(CHANNELS.list, (kind) => {
+      const flag = LIST_FLAG[kind as keyof typeof LIST_FLAG];
+      if (flag !== undefined && honoured[flag] === true) send(`notifications/${kind}/list_changed`);
+    }),
+    feed.on(CHANNELS.resource, (uri) => {
+      if (resourceUris.has(uri)) send('notifications/resources/updated', { uri });
+    }),
+    feed.onResync(() => tasks.refreshAll()),
+  ];
+  // The current state first, so that a change just before the subscription is not missed.
+  tasks.refreshAll();
+  const backstop =
+    tasks.size > 0 ? setInterval(() => tasks.refreshAll(), deps.subscriptionPollMs) : undefined;
+
+  // Listeners on long-lived signals are removed when the stream ends, or they would pile up.
+  const ended = new AbortController();
+  try {
+    await new Promise<void>((resolve) => {
+      if (ctx.signal.aborted || deps.shutdown.aborted) return resolve();
+      ctx.signal.addEventListener('abort', () => resolve(), { once: true, signal: ended.signal });
+      deps.shutdown.addEventListener('abort', () => resolve(), { once: true, signal: ended.signal });
+    });
+  } finally {
+    ended.abort();
+    clearInterval(backstop);
+    for (const off of unsubscribe) off();
+    tasks.close();
+  }
+  await queue;
+  if (ctx.signal.aborted) throw new Error('subscription closed by the client');
+  // Shutting down: the graceful end is a result for the listen request.
+  return { resultType: 'complete', _meta: meta };
 }
