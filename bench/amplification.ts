@@ -1,7 +1,7 @@
 /**
  * The amplification scenario of bench/run.ts (#22): what idle streams cost the others. Bob holds
- * IDLE_STREAMS 2025-11-25 GET streams open on one session while tasks are created at CREATES_PER_SECOND
- * (bob's, run by a worker); alice's tasks/get is measured beside the same run without the streams (the
+ * IDLE_STREAMS 2025-11-25 GET streams open on one session, then RESULT_WAITS tasks/result waits, while
+ * tasks are created at CREATES_PER_SECOND (bob's, run by a worker); alice's tasks/get is measured beside the same run without the streams (the
  * floor), and so are the database commits and this server's reads of changed tasks per task change.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -9,6 +9,7 @@ import pg from 'pg';
 import { CHANNELS } from '../src/events/change-feed.ts';
 import { hashToken } from '../src/http/auth/static-tokens.ts';
 import { openLegacySession, openSessionGet } from '../test/helpers/legacy-session.ts';
+import { legacyHeaders, readReply } from '../test/helpers/mcp.ts';
 import type { SseStream } from '../test/helpers/sse.ts';
 import {
   DURATION,
@@ -23,6 +24,7 @@ import {
 import { mcpUrl, server, worker } from './lib/processes.ts';
 
 const IDLE_STREAMS = Number(process.env.BENCH_IDLE_STREAMS ?? 300);
+const RESULT_WAITS = Number(process.env.BENCH_RESULT_WAITS ?? 1_000);
 const CREATES_PER_SECOND = 20;
 const TOKENS = { alice: 'alice-bench-token', bob: 'bob-bench-token' } as const;
 type Principal = keyof typeof TOKENS;
@@ -108,11 +110,58 @@ async function measureWindow(db: ScratchDb, url: string, seconds: number): Promi
   return { changes, commits: c1 - c0, reads: r1 - r0 };
 }
 
-/** The churn on, `streams` idle GET streams of bob's open: its window, then alice's tasks/get under load. */
-async function phase(db: ScratchDb, url: string, taskId: string, streams: number) {
-  const open: SseStream[] = [];
-  const session = await openLegacySession(url, {}, bearer('bob'));
-  for (let i = 0; i < streams; i++) open.push(await openSessionGet(url, session, undefined, bearer('bob')));
+/** What bob holds open through a phase: opened before it, closed by what it returns. */
+type Holding = (url: string) => Promise<() => Promise<void>>;
+
+const nothing: Holding = async () => async () => {};
+
+/** `n` idle GET streams on one session of bob's. */
+const idleStreams =
+  (n: number): Holding =>
+  async (url) => {
+    const open: SseStream[] = [];
+    const session = await openLegacySession(url, {}, bearer('bob'));
+    for (let i = 0; i < n; i++) open.push(await openSessionGet(url, session, undefined, bearer('bob')));
+    return async () => {
+      for (const s of open) s.close();
+    };
+  };
+
+/** `n` tasks/result waits of bob's, each on a task of his that waits for a signal; his tasks are cancelled after. */
+const resultWaits =
+  (n: number): Holding =>
+  async (url) => {
+    const session = await openLegacySession(url, { tasks: {} }, bearer('bob'));
+    let id = 0;
+    const post = (method: string, params: object, signal?: AbortSignal) =>
+      fetch(url, {
+        method: 'POST',
+        headers: legacyHeaders({ sessionId: session }, bearer('bob')),
+        body: JSON.stringify({ jsonrpc: '2.0', id: ++id, method, params }),
+        ...(signal === undefined ? {} : { signal }),
+      });
+    const taskIds: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const task = { ttl: 3_600_000 };
+      const created = await readReply(
+        await post('tools/call', { name: 'approved_export', arguments: { batches: 1 }, task }),
+      );
+      taskIds.push(created.body.result.task.taskId as string);
+    }
+    const waits = new AbortController();
+    // Each wait's answer turns into an SSE stream after a second: its headers are the sign it is open.
+    const opened = await Promise.all(taskIds.map((taskId) => post('tasks/result', { taskId }, waits.signal)));
+    const refused = opened.filter((res) => res.status !== 200).length;
+    if (refused > 0) throw new Error(`${refused} of bob's ${n} tasks/result waits were refused`);
+    return async () => {
+      for (const taskId of taskIds) await readReply(await post('tasks/cancel', { taskId }));
+      waits.abort();
+    };
+  };
+
+/** The churn on, what bob holds open: its window, then alice's tasks/get under load. */
+async function phase(db: ScratchDb, url: string, taskId: string, holding: Holding) {
+  const close = await holding(url);
   const stop = churn(url);
   try {
     // Postgres counts an idle connection's commits up to 10 s late: opening the streams must not count.
@@ -125,7 +174,7 @@ async function phase(db: ScratchDb, url: string, taskId: string, streams: number
     return { window, get };
   } finally {
     await stop();
-    for (const s of open) s.close();
+    await close();
   }
 }
 
@@ -152,8 +201,9 @@ export async function benchAmplification(db: ScratchDb): Promise<void> {
       if (i > 300) throw new Error(`alice's task ${taskId} never completed`);
       await sleep(100);
     }
-    const floor = await phase(db, url, taskId, 0);
-    const ours = await phase(db, url, taskId, IDLE_STREAMS);
+    const floor = await phase(db, url, taskId, nothing);
+    const ours = await phase(db, url, taskId, idleStreams(IDLE_STREAMS));
+    const waiting = await phase(db, url, taskId, resultWaits(RESULT_WAITS));
     rows.push(
       {
         scenario: `alice's tasks/get, ${IDLE_STREAMS} idle GET streams of bob's, ${CREATES_PER_SECOND} creates/s`,
@@ -170,6 +220,22 @@ export async function benchAmplification(db: ScratchDb): Promise<void> {
           perChange(ours.window, ours.window.commits) / perChange(floor.window, floor.window.commits),
         ),
         target: '≈ 1× (not × streams)',
+      },
+      {
+        scenario: `alice's tasks/get, ${RESULT_WAITS} tasks/result waits of bob's, ${CREATES_PER_SECOND} creates/s`,
+        ours: fmt.rps(waiting.get),
+        floor: `no waits: ${fmt.rps(floor.get)}`,
+        ratio: latency(waiting.get, floor.get),
+        target: '≈ 1×',
+      },
+      {
+        scenario: `the same: database per task change`,
+        ours: perChangeText(waiting.window),
+        floor: `no waits: ${perChangeText(floor.window)}`,
+        ratio: fmt.x(
+          perChange(waiting.window, waiting.window.commits) / perChange(floor.window, floor.window.commits),
+        ),
+        target: '≈ 1× (not × waits)',
       },
     );
   } finally {
