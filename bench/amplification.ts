@@ -183,6 +183,30 @@ const perChangeText = (w: Window) =>
   `${perChange(w, w.commits).toFixed(1)} commits, ${perChange(w, w.reads).toFixed(2)} change reads per change (${w.changes} changes)`;
 const latency = (o: LoadResult, f: LoadResult) => `p50 ${fmt.x(o.p50 / f.p50)}, p99 ${fmt.x(o.p99 / f.p99)}`;
 
+type Phase = Awaited<ReturnType<typeof phase>>;
+
+/** The two rows of a phase in which bob held `held` (`things` when he held none: the floor). */
+function phaseRows(held: string, things: string, ours: Phase, floor: Phase) {
+  return [
+    {
+      scenario: `alice's tasks/get, ${held} of bob's, ${CREATES_PER_SECOND} creates/s`,
+      ours: fmt.rps(ours.get),
+      floor: `no ${things}: ${fmt.rps(floor.get)}`,
+      ratio: latency(ours.get, floor.get),
+      target: '≈ 1×',
+    },
+    {
+      scenario: `the same: database per task change`,
+      ours: perChangeText(ours.window),
+      floor: `no ${things}: ${perChangeText(floor.window)}`,
+      ratio: fmt.x(
+        perChange(ours.window, ours.window.commits) / perChange(floor.window, floor.window.commits),
+      ),
+      target: `≈ 1× (not × ${things})`,
+    },
+  ];
+}
+
 // ---- idle streams: what they cost everyone else ----
 export async function benchAmplification(db: ScratchDb): Promise<void> {
   const srv = await server(db, AUTH_ENV);
@@ -205,38 +229,8 @@ export async function benchAmplification(db: ScratchDb): Promise<void> {
     const ours = await phase(db, url, taskId, idleStreams(IDLE_STREAMS));
     const waiting = await phase(db, url, taskId, resultWaits(RESULT_WAITS));
     rows.push(
-      {
-        scenario: `alice's tasks/get, ${IDLE_STREAMS} idle GET streams of bob's, ${CREATES_PER_SECOND} creates/s`,
-        ours: fmt.rps(ours.get),
-        floor: `no streams: ${fmt.rps(floor.get)}`,
-        ratio: latency(ours.get, floor.get),
-        target: '≈ 1×',
-      },
-      {
-        scenario: `the same: database per task change`,
-        ours: perChangeText(ours.window),
-        floor: `no streams: ${perChangeText(floor.window)}`,
-        ratio: fmt.x(
-          perChange(ours.window, ours.window.commits) / perChange(floor.window, floor.window.commits),
-        ),
-        target: '≈ 1× (not × streams)',
-      },
-      {
-        scenario: `alice's tasks/get, ${RESULT_WAITS} tasks/result waits of bob's, ${CREATES_PER_SECOND} creates/s`,
-        ours: fmt.rps(waiting.get),
-        floor: `no waits: ${fmt.rps(floor.get)}`,
-        ratio: latency(waiting.get, floor.get),
-        target: '≈ 1×',
-      },
-      {
-        scenario: `the same: database per task change`,
-        ours: perChangeText(waiting.window),
-        floor: `no waits: ${perChangeText(floor.window)}`,
-        ratio: fmt.x(
-          perChange(waiting.window, waiting.window.commits) / perChange(floor.window, floor.window.commits),
-        ),
-        target: '≈ 1× (not × waits)',
-      },
+      ...phaseRows(`${IDLE_STREAMS} idle GET streams`, 'streams', ours, floor),
+      ...phaseRows(`${RESULT_WAITS} tasks/result waits`, 'waits', waiting, floor),
     );
   } finally {
     await wrk.stop();
