@@ -10,12 +10,18 @@ export interface DbActivity {
 /**
  * The database's counters once every other connection to it has closed. A backend reports its counts
  * lazily (up to seconds later) but always when it exits: so stop the processes using the database, then
- * read. The reading connection's own few statements are counted in a later reading.
+ * read. A pooler (PgBouncer) keeps its server connections after its clients left: those are ended here,
+ * so call this only once nothing uses the database. The reading connection's own few statements are
+ * counted in a later reading.
  */
 export async function settledDbActivity(databaseUrl: string): Promise<DbActivity> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
+    await client.query(
+      `select pg_terminate_backend(pid) from pg_stat_activity
+        where datname = current_database() and pid <> pg_backend_pid()`,
+    );
     await waitFor(
       async () => {
         const { rows } = await client.query<{ n: string }>(
