@@ -17,7 +17,7 @@ import {
   type CallToolResult,
   type JsonObject,
 } from '../../core/wire.ts';
-import { idempotencyOf, type Idempotency } from '../../tasks/store/idempotency.ts';
+import { clientIdempotency, toolIdempotency, type Idempotency } from '../../tasks/store/idempotency.ts';
 import type { ToolDefinition } from '../../tools/define.ts';
 import { validateParamHeaders } from './param-headers.ts';
 import { declaresTasks } from './tasks.ts';
@@ -38,7 +38,7 @@ function idempotencyOfCall(
 ): Idempotency | undefined {
   const toolKey = tool.idempotencyKey?.(args, { principal: ctx.principal });
   // A tool's keys are its own; a client's are one space per principal.
-  if (toolKey !== undefined) return idempotencyOf(`tool ${tool.name}\n${toolKey}`, tool.name, rawArgs);
+  if (toolKey !== undefined) return toolIdempotency(toolKey, tool.name, rawArgs);
   const key = (ctx.params._meta as Record<string, unknown> | undefined)?.[META_IDEMPOTENCY_KEY];
   if (key === undefined) return undefined;
   if (typeof key !== 'string' || key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
@@ -47,7 +47,7 @@ function idempotencyOfCall(
       `_meta["${META_IDEMPOTENCY_KEY}"] must be a string of 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`,
     );
   }
-  return idempotencyOf(`client\n${key}`, tool.name, rawArgs);
+  return clientIdempotency(key, tool.name, rawArgs);
 }
 
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255;

@@ -18,9 +18,17 @@ const digest = (text: string) => createHash('sha256').update(text).digest('base6
  * arguments are stored twice as text the caller controls. The fingerprint covers the tool and its
  * arguments (as sent: a retry sends the same bytes' JSON).
  */
-export function idempotencyOf(key: string, toolName: string, args: unknown): Idempotency {
+function idempotencyOf(key: string, toolName: string, args: unknown): Idempotency {
   return { key: digest(key), fingerprint: digest(JSON.stringify([toolName, args])) };
 }
+
+/** A client's key (`_meta`): one space of keys per principal. */
+export const clientIdempotency = (key: string, toolName: string, args: unknown): Idempotency =>
+  idempotencyOf(`client\n${key}`, toolName, args);
+
+/** A tool's own key (`defineTool({ idempotencyKey })`): one space per tool, apart from the clients'. */
+export const toolIdempotency = (key: string, toolName: string, args: unknown): Idempotency =>
+  idempotencyOf(`tool ${toolName}\n${key}`, toolName, args);
 
 /**
  * The task an earlier create of `principal` made with this key, if it is still stored; a different

@@ -15,6 +15,7 @@ import pg from 'pg';
 import { expectedAnalysis } from '../../helpers/analysis.ts';
 import { extTasksPort } from '../../helpers/ext-tasks.ts';
 import { META_IDEMPOTENCY_KEY } from '../../../src/core/wire.ts';
+import { clientIdempotency } from '../../../src/tasks/store/idempotency.ts';
 import { postMcp, type RequestOptions, type RpcReply } from '../../helpers/mcp.ts';
 import { waitFor } from '../../helpers/wait.ts';
 
@@ -45,6 +46,8 @@ export class Workload {
   /** Every failed request (transport error, 5xx, JSON-RPC error a correct client would not get). */
   readonly clientErrors: ClientError[] = [];
   crossInstanceUpdates = 0;
+  /** The stored form (a digest) of every idempotency key this workload sent. */
+  readonly #keys = new Set<string>();
   /** Creates sent again after a lost reply, with their idempotency key. */
   createsRetried = 0;
   /** Cancel jobs whose task ended `completed`: their cancel must have come after the end. */
@@ -113,10 +116,12 @@ export class Workload {
 
   async #created(name: string, args: Record<string, unknown>): Promise<{ taskId: string; upstream: string }> {
     // Each create names its own key: a retry after a lost reply gets the task the first call made.
+    const key = randomUUID();
+    this.#keys.add(clientIdempotency(key, name, args).key);
     const created = await this.rpc(
       'tools/call',
       { name, arguments: args },
-      { meta: { [META_IDEMPOTENCY_KEY]: randomUUID() } },
+      { meta: { [META_IDEMPOTENCY_KEY]: key } },
     );
     const taskId = created.body.result?.taskId as string | undefined;
     if (taskId === undefined)
@@ -257,9 +262,9 @@ export class Workload {
         resumed: boolean;
         cancel_requested: boolean;
         args: { count?: number; chunkSize?: number };
-        keyed: boolean;
+        key: string | null;
       }>(
-        `select t.task_id, t.status, t.tool_name, t.arguments as args, t.idempotency_key is not null as keyed,
+        `select t.task_id, t.status, t.tool_name, t.arguments as args, t.idempotency_key as key,
                 t.cancel_requested_at is not null as cancel_requested,
                 (select count(*) from task_steps s where s.task_id = t.task_id) as steps,
                 (select count(distinct attempt) > 1 from task_steps s where s.task_id = t.task_id) as resumed
@@ -270,7 +275,10 @@ export class Workload {
     const stored = new Map(rows.map((r) => [r.task_id, r]));
     const lost = [...this.acknowledged].filter((id) => !stored.has(id));
     // A create retried after a lost reply must not have left a second task no client knows of.
-    const duplicated = rows.filter((r) => r.keyed && !this.acknowledged.has(r.task_id));
+    // (Only this workload's keys: several workloads may run on one database, one after the other.)
+    const duplicated = rows.filter(
+      (r) => r.key !== null && this.#keys.has(r.key) && !this.acknowledged.has(r.task_id),
+    );
     const wrongSteps = rows.filter(
       (r) =>
         r.tool_name === 'analyze_numbers' &&
