@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ProtocolError, ProtocolErrorCode, QuotaExceededError } from '../core/errors.ts';
+import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
 import type { PerPrincipalCap } from '../core/per-principal-cap.ts';
 import { ListParamsSchema, TaskIdParamsSchema, type JsonObject } from '../core/wire.ts';
 import { wellFormedTaskId } from '../tasks/ids.ts';
@@ -10,6 +10,7 @@ import type { SessionEraOptions } from './options.ts';
 import type { SessionRequest } from './request.ts';
 import { legacyTask, toLegacyResult } from './shapes.ts';
 import { deliverTaskInput, RELATED_TASK } from './task-input.ts';
+import { countQuotaRefusal } from './wire.ts';
 
 /** A stored task as 2025-11-25 shapes it. */
 export const taskOf = (view: TaskView): JsonObject => legacyTask(toWireTask(view));
@@ -116,7 +117,7 @@ function takeOrCount(era: SessionEraOptions, cap: PerPrincipalCap, principal: st
   try {
     return cap.take(principal);
   } catch (err) {
-    if (err instanceof QuotaExceededError) era.metrics?.quotaRefusals.inc({ limit: err.limit });
+    countQuotaRefusal(err, era.metrics);
     throw err;
   }
 }

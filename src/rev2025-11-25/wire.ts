@@ -49,7 +49,12 @@ export function quotaRefusal(
   metrics: Metrics | undefined,
 ): Response {
   if (!(err instanceof QuotaExceededError)) throw err;
-  metrics?.quotaRefusals.inc({ limit: err.limit });
+  countQuotaRefusal(err, metrics);
   const { code, message, data } = err.toProtocolError();
   return c.json(rpcError(id, code, message, data), 429);
+}
+
+/** Counts a refusal for a quota by its limit (anything else thrown is not counted). */
+export function countQuotaRefusal(err: unknown, metrics: Metrics | undefined): void {
+  if (err instanceof QuotaExceededError) metrics?.quotaRefusals.inc({ limit: err.limit });
 }
