@@ -160,7 +160,13 @@ const ConfigSchema = z.object({
     'Steps (ctx.step checkpoints, sleeps, signals) one task may record; the next one fails the task with -32603 naming the limit.',
   ),
   MAX_RESULT_BYTES: intFromEnv(1_048_576, 1).describe(
-    'A tool result larger than this is not stored: the task fails with -32603 instead.',
+    "A tool result larger than this (as JSON) is stored as the task's artifact `tool-result.json`, and the result the client gets holds a resource_link to it.",
+  ),
+  MAX_STEP_BYTES: intFromEnv(1_048_576, 1).describe(
+    'A step whose value is larger than this (as JSON) fails its task with -32603 naming the step: write large outputs with ctx.artifact.',
+  ),
+  ARTIFACT_READ_MAX_BYTES: intFromEnv(8_388_608, 1).describe(
+    'The largest artifact resources/read returns inline (text, or base64 blob); a larger one gets -32602 pointing to its HTTP download.',
   ),
   SYNC_CALL_TIMEOUT_MS: intFromEnv(60_000, 1).describe(
     "How long one run of a synchronous tool handler (a call without a task; each MRTR round is a run) may take: past it the call fails with -32603 naming this limit and the handler's ctx.signal fires.",

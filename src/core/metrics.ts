@@ -16,6 +16,8 @@ export interface StoreStats {
   runsDelayed: number;
   oldestWaitingRunSeconds: number;
   expiredNotSwept: number;
+  /** Bytes of complete artifacts stored. */
+  artifactBytes: number;
 }
 
 /** A pg pool's counts, as node-postgres keeps them. */
@@ -125,6 +127,18 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly artifactBytesWritten = new Counter({
+    name: `${PREFIX}artifact_written_bytes_total`,
+    help: "Bytes of artifacts this process's workers wrote (ctx.artifact, and results too large to store inline).",
+    registers: [this.registry],
+  });
+  readonly artifactBytesRead = new Counter({
+    name: `${PREFIX}artifact_read_bytes_total`,
+    help: 'Bytes of artifacts this process sent to clients, by how ("download" or "resources_read").',
+    labelNames: ['via'] as const,
+    registers: [this.registry],
+  });
+
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
@@ -177,6 +191,11 @@ export class Metrics {
       'tasks_expired_not_swept',
       'Active tasks past their TTL that no sweep has expired yet (cluster-wide).',
       (s) => s.expiredNotSwept,
+    );
+    gauge(
+      'artifact_bytes',
+      'Bytes of complete artifacts stored in Postgres (cluster-wide; the TOAST storage they take is about the same).',
+      (s) => s.artifactBytes,
     );
   }
 

@@ -12,6 +12,7 @@ import type {
   SessionsTable,
   SessionSubscriptionsTable,
 } from './sessions.table.ts';
+import type { TaskArtifactChunksTable, TaskArtifactsTable } from './task-artifacts.table.ts';
 import type { TaskInputRequestsTable } from './task-input-requests.table.ts';
 import type { TaskAttemptsTable } from './task-attempts.table.ts';
 import type { TaskSignalsTable } from './task-signals.table.ts';
@@ -26,6 +27,8 @@ export interface Database {
   task_steps: TaskStepsTable;
   task_signals: TaskSignalsTable;
   task_step_failures: TaskStepFailuresTable;
+  task_artifacts: TaskArtifactsTable;
+  task_artifact_chunks: TaskArtifactChunksTable;
   server_secrets: ServerSecretsTable;
   mcp_sessions: SessionsTable;
   mcp_session_subscriptions: SessionSubscriptionsTable;

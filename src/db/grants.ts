@@ -7,6 +7,8 @@ export const APP_TABLES = [
   'task_steps',
   'task_signals',
   'task_step_failures',
+  'task_artifacts',
+  'task_artifact_chunks',
   'task_attempts',
   'server_secrets',
   'mcp_sessions',

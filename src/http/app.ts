@@ -3,8 +3,9 @@ import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from '../log.ts';
 import type { Dispatcher } from '../protocol/dispatch.ts';
 import { ProtocolErrorCode } from '../core/errors.ts';
-import { PROTOCOL_VERSION } from '../core/wire.ts';
+import { MCP_PATH, PROTOCOL_VERSION } from '../core/wire.ts';
 import { authMiddleware, type AuthEnv, type AuthMiddlewareOptions } from './auth/middleware.ts';
+import { artifactRoutes, type ArtifactRoutesOptions } from './artifacts.ts';
 import { dashboardRoutes, type DashboardOptions } from './dashboard.ts';
 import { operationalRoutes, type OperationalOptions } from './health.ts';
 import { jsonDepth } from '../protocol/envelope.ts';
@@ -62,6 +63,8 @@ export interface AppOptions {
   operational?: OperationalOptions | undefined;
   /** The operator's dashboard at /dashboard (off when undefined). */
   dashboard?: DashboardOptions | undefined;
+  /** Downloads of tasks' artifacts at `{path}/artifacts/{taskId}/{name}` (off when undefined). */
+  artifacts?: Pick<ArtifactRoutesOptions, 'artifacts' | 'metrics'> | undefined;
 }
 
 /** An error response to a request whose id was not read: no `id` (the 2026-07-28 schema allows no null). */
@@ -105,11 +108,12 @@ export function createApp({
   allowedOrigins = [],
   allowedHosts = [],
   keepAliveMs,
-  path = '/mcp',
+  path = MCP_PATH,
   sessions: buildSessions,
   operational,
   dashboard,
   signals,
+  artifacts,
 }: AppOptions): Hono<AuthEnv> {
   const principalOf = (c: Context) => (c as unknown as { get(key: 'principal'): string }).get('principal');
   const sessions = buildSessions?.({ principalOf, log, keepAliveMs });
@@ -152,6 +156,10 @@ export function createApp({
     }
     return post(c, text);
   });
+  if (artifacts !== undefined) {
+    app.use(`${path}/artifacts/*`, authMiddleware(auth));
+    app.route(`${path}/artifacts`, artifactRoutes({ ...artifacts, principalOf, log }));
+  }
   const notAllowed = (c: Context) =>
     c.json(error(ProtocolErrorCode.InvalidRequest, 'Method not allowed'), 405, { Allow: 'POST' });
   if (sessions !== undefined) {

@@ -16,6 +16,8 @@ import type { PromptDefinition } from '../prompts/define.ts';
 import { PromptRegistry } from '../prompts/registry.ts';
 import type { ResourceDefinition, ResourceTemplateDefinition } from '../resources/define.ts';
 import { ResourceRegistry } from '../resources/registry.ts';
+import { artifactResourceTemplate } from '../protocol/artifact-resource.ts';
+import { ArtifactReader } from '../tasks/artifacts.ts';
 import { createSessionTransport, SessionService } from '../rev2025-11-25/index.ts';
 import { TaskChanges } from '../tasks/changes.ts';
 import type { TaskService } from '../tasks/service.ts';
@@ -46,6 +48,8 @@ export interface McpEndpointParts {
   /** Where synchronous handlers run off the event loop, if anywhere. */
   syncCalls?: SyncCallRunner | undefined;
   serverVersion?: string | undefined;
+  /** An artifact's HTTP download URL (the public origin's, once known). */
+  artifactUrl: (taskId: string, name: string) => string;
   /** Bind HOST:PORT; false builds the app only (tests drive it in process). */
   listen: boolean;
 }
@@ -64,10 +68,18 @@ export async function serveMcp(parts: McpEndpointParts, cleanups: CleanupStack):
   const shutdown = new AbortController();
   const taskChanges = new TaskChanges(db, parts.feed, { log, metrics: parts.operational.metrics });
   cleanups.push(async () => taskChanges.stop());
+  const artifacts = new ArtifactReader(db);
+  // Every task's artifacts, readable by their task's principal: listed after the server's own templates.
+  const artifactTemplate = artifactResourceTemplate({
+    artifacts,
+    maxBytes: config.ARTIFACT_READ_MAX_BYTES,
+    downloadUrl: parts.artifactUrl,
+    metrics: parts.operational.metrics,
+  });
   const deps: ServerDeps = {
     serverInfo: { name: config.SERVER_NAME, version: parts.serverVersion ?? '0.1.0' },
     tools: parts.tools,
-    resources: new ResourceRegistry(parts.resources, parts.resourceTemplates),
+    resources: new ResourceRegistry(parts.resources, [...(parts.resourceTemplates ?? []), artifactTemplate]),
     prompts: new PromptRegistry(parts.prompts),
     tasks: parts.tasks,
     taskChanges,
@@ -125,6 +137,7 @@ export async function serveMcp(parts: McpEndpointParts, cleanups: CleanupStack):
         maxBytes: config.MAX_SIGNAL_BYTES,
       },
       operational: parts.operational,
+      artifacts: { artifacts, metrics: parts.operational.metrics },
       dashboard:
         config.DASHBOARD_TOKEN === undefined
           ? undefined

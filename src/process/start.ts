@@ -1,3 +1,5 @@
+import { artifactPath } from '../core/artifacts.ts';
+import { MCP_PATH } from '../core/wire.ts';
 import { availableParallelism } from 'node:os';
 import type { ServerType } from '@hono/node-server';
 import type { Hono } from 'hono';
@@ -111,12 +113,13 @@ export async function startProcess(opts: ProcessOptions): Promise<ServerProcess>
     // The MCP endpoint's origin once it listens (a worker-only process has none: set PUBLIC_URL there).
     let origin = config.PUBLIC_URL?.replace(/\/$/, '') ?? `http://${config.HOST}:${config.PORT}`;
     const signalUrl = (token: string) => `${origin}/signals/${token}`;
+    const artifactUrl = (taskId: string, name: string) => `${origin}${artifactPath(MCP_PATH, taskId, name)}`;
     const workers =
       role === 'server'
         ? undefined
         : await startWorkers(
             conn.db,
-            { boss, queue, feed, tools, events, metrics: operational.metrics, signalUrl },
+            { boss, queue, feed, tools, events, metrics: operational.metrics, signalUrl, artifactUrl },
             opts,
           );
     if (workers !== undefined) cleanups.push(() => workers.stop());
@@ -154,6 +157,7 @@ export async function startProcess(opts: ProcessOptions): Promise<ServerProcess>
                 config.REQUEST_STATE_SECRET ??
                 (await retry('shared secret', () => sharedSecret(conn.db, 'request-state'))),
               serverVersion: opts.serverVersion,
+              artifactUrl,
               listen: opts.listen ?? true,
             },
             cleanups,
@@ -205,7 +209,10 @@ async function ensureSchema(
 /** The worker pool with the process's settings, and the 2025-11-25 era's maintenance beside its sweep. */
 function startWorkers(
   db: Db,
-  parts: Pick<WorkerPoolOptions, 'boss' | 'queue' | 'feed' | 'tools' | 'events' | 'metrics' | 'signalUrl'>,
+  parts: Pick<
+    WorkerPoolOptions,
+    'boss' | 'queue' | 'feed' | 'tools' | 'events' | 'metrics' | 'signalUrl' | 'artifactUrl'
+  >,
   { config, log }: ProcessOptions,
 ): Promise<WorkerPool> {
   return startWorkerPool({
@@ -221,6 +228,7 @@ function startWorkers(
     retryLimit: config.TASK_RETRY_LIMIT,
     retryDelaySeconds: config.TASK_RETRY_DELAY_SECONDS,
     maxResultBytes: config.MAX_RESULT_BYTES,
+    maxStepBytes: config.MAX_STEP_BYTES,
     maxStepsPerTask: config.MAX_STEPS_PER_TASK,
     shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
     sweepIntervalMs: config.SWEEP_INTERVAL_MS,

@@ -35,6 +35,7 @@ export interface ContextBackend {
   sleep(name: string, duration: number | Date): Promise<void>;
   map: ToolContext['map'];
   patched(id: string): Promise<boolean>;
+  artifact: ToolContext['artifact'];
   createSignal(name: string, opts?: { timeoutMs?: number }): Promise<SignalHandle>;
   waitForSignal(signal: SignalHandle, opts?: { statusMessage?: string }): Promise<SignalResult>;
   input(requests: InputRequests): Promise<Record<string, JsonObject>>;
@@ -59,6 +60,7 @@ export function createToolContext(rt: ContextBackend): ToolContext {
     sleep: (name, duration) => rt.sleep(name, duration),
     map: (name, items, fn, options) => rt.map(name, items, fn, options),
     patched: (id) => rt.patched(id),
+    artifact: (name, source, options) => rt.artifact(name, source, options),
     createSignal: (name, opts) => rt.createSignal(name, opts),
     waitForSignal: (signal, opts) => rt.waitForSignal(signal, opts),
     input: (requests) => rt.input(requests),

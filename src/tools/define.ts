@@ -1,3 +1,4 @@
+import type { ArtifactLink, ArtifactOptions, ArtifactSource } from '../core/artifacts.ts';
 import type { z } from 'zod';
 import type { MapOptions, RetryPolicy, StepOptions } from './retry.ts';
 import type { ServerEvents } from '../core/server-events.ts';
@@ -100,6 +101,16 @@ export interface ToolContext {
    * with a message naming both (the determinism guard).
    */
   patched(id: string): Promise<boolean>;
+  /**
+   * Writes a large output (an export, a report, a CSV) to Postgres as the task's artifact `name`, in
+   * chunks as `source` produces them: a string, bytes, or an (async) iterable of them such as a Node
+   * readable stream, never held whole. Returns a `resource_link` (its `tasks://{taskId}/artifacts/{name}`
+   * URI, `size`, and the HTTP download URL in `_meta`) to put in the result; the task's requestor reads it
+   * with `resources/read` or downloads it. Recorded once per task like a step (`name` unique within the
+   * task): a replay gets the link back without reading `source`, and an attempt that dies midway leaves
+   * nothing visible (the next one writes it whole). Tasks only.
+   */
+  artifact(name: string, source: ArtifactSource, options?: ArtifactOptions): Promise<ArtifactLink>;
   /**
    * Creates a signal once per task (the same handle on every replay): something outside the calling
    * client (a webhook, a third party's approval link) delivers it with `POST /signals/{token}` on any

@@ -9,6 +9,9 @@ import type { LogLevel } from './define.ts';
 const SIGNALS_NEED_A_TASK =
   "signals need a task: give the tool taskSupport 'required' (a synchronous call cannot wait for one)";
 
+const ARTIFACTS_NEED_A_TASK =
+  "artifacts need a task: give the tool taskSupport 'required' (a synchronous call's output is its result)";
+
 /** Thrown by a synchronous call's `input` when answers are missing: becomes an InputRequiredResult. */
 export class InputRequiredSignal extends Error {
   override readonly name = 'InputRequiredSignal';
@@ -62,6 +65,8 @@ export function createRequestBackend(opts: RequestBackendOptions): ContextBacken
         undefined,
         { signal: opts.signal },
       ),
+    // An artifact outlives the call and is read back by its task: a synchronous call has none.
+    artifact: () => Promise.reject(new Error(ARTIFACTS_NEED_A_TASK)),
     // A signal is delivered later, by someone else: only a task can wait for one.
     createSignal: () => Promise.reject(new Error(SIGNALS_NEED_A_TASK)),
     waitForSignal: () => Promise.reject(new Error(SIGNALS_NEED_A_TASK)),

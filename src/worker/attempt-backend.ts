@@ -15,6 +15,8 @@ import type { ClaimedTask } from '../tasks/store/lease.ts';
 import { signalStepName, type StepHistory, type StepRecord } from '../tasks/store/steps.ts';
 import type { TraceContext } from '../core/tracing.ts';
 import type { TaskQueue } from '../queue/task-queue.ts';
+import type { Metrics } from '../core/metrics.ts';
+import { createArtifactWriter } from './attempt-artifacts.ts';
 import { createMapRunner, type MapItemLeg } from './attempt-map.ts';
 import { createStepRunner, ReplayMissError, sleepStepName } from './attempt-steps.ts';
 import { infra, TaskParkedSignal, TaskSuspendedSignal } from './leg-signals.ts';
@@ -43,6 +45,11 @@ export interface AttemptBackendOptions {
   statusThrottleMs: number;
   /** A signal's delivery URL, from its token. */
   signalUrl: (token: string) => string;
+  /** An artifact's HTTP download URL. */
+  artifactUrl: (taskId: string, name: string) => string;
+  /** A step whose value is larger (as JSON) fails the task (MAX_STEP_BYTES). */
+  maxStepBytes?: number | undefined;
+  metrics?: Metrics | undefined;
   /** Writes a checkpoint (the pool batches its legs' checkpoints). */
   saveStep: (step: StepRecord) => Promise<unknown>;
   /** Steps a task may record (MAX_STEPS_PER_TASK). */
@@ -69,7 +76,7 @@ export function createAttemptBackend(opts: AttemptBackendOptions): AttemptBacken
   const { db, task, steps, inputs, signal } = opts;
   const replayOnly = opts.mapItem !== undefined;
   const status = replayOnly ? silentStatus() : throttledStatus(opts);
-  const { step, patched } = createStepRunner({
+  const { step, patched, recorded } = createStepRunner({
     db,
     task,
     history: steps,
@@ -78,8 +85,17 @@ export function createAttemptBackend(opts: AttemptBackendOptions): AttemptBacken
     draining: opts.draining,
     saveStep: opts.saveStep,
     maxSteps: opts.maxSteps,
+    maxStepBytes: opts.maxStepBytes,
     flushStatus: status.flush,
     replayOnly,
+  });
+  const artifact = createArtifactWriter({
+    db,
+    task,
+    signal,
+    recorded,
+    artifactUrl: opts.artifactUrl,
+    metrics: opts.metrics,
   });
   const { map } = createMapRunner({
     db,
@@ -104,6 +120,7 @@ export function createAttemptBackend(opts: AttemptBackendOptions): AttemptBacken
     step,
     patched,
     map,
+    artifact,
     async sleep(name: string, duration: number | Date): Promise<void> {
       // The deadline is recorded once: a replay (after a crash, or at the wake-up) sleeps only what is left.
       const wakeAt = await step(sleepStepName(name), () =>

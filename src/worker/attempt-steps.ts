@@ -47,8 +47,19 @@ function isStepFailure(thrown: unknown): boolean {
     thrown instanceof TaskParkedSignal ||
     thrown instanceof TaskSuspendedSignal ||
     thrown instanceof MapItemDone ||
-    thrown instanceof NonDeterminismError
+    thrown instanceof NonDeterminismError ||
+    thrown instanceof StepTooLargeError
   );
+}
+
+/** A step returned more than MAX_STEP_BYTES: the task fails at once with this (a checkpoint is replayed whole). */
+export class StepTooLargeError extends ProtocolError {
+  constructor(name: string, size: number, maxBytes: number) {
+    super(
+      ProtocolErrorCode.InternalError,
+      `step "${name}" returned ${size} bytes, over MAX_STEP_BYTES (${maxBytes}): write large outputs with ctx.artifact and return its link from the step`,
+    );
+  }
 }
 
 /** Code that no longer matches what a running task recorded: the task fails at once with this. */
@@ -127,6 +138,8 @@ export interface StepRunnerOptions {
   saveStep: (step: StepRecord) => Promise<unknown>;
   /** Steps a task may record (MAX_STEPS_PER_TASK): one more fails it (StepLimitError). */
   maxSteps?: number | undefined;
+  /** A step whose value is larger (as JSON) fails the task (MAX_STEP_BYTES); unlimited when undefined. */
+  maxStepBytes?: number | undefined;
   /** Writes the waiting status message before the task parks. */
   flushStatus: () => Promise<void>;
   /** A map item's leg: recorded steps replay, and any other step is a ReplayMissError (nothing runs). */
@@ -158,6 +171,7 @@ export function createStepRunner(opts: StepRunnerOptions) {
           activeOr(opts.trace ?? ROOT_CONTEXT),
           async () => {
             const value = await callStep(name, fn, options.timeoutMs, signal);
+            checkStepSize(name, value, opts.maxStepBytes);
             return opts
               .saveStep({ taskId: task.taskId, attempt: task.attempt, name, value, position })
               .catch(infra);
@@ -192,6 +206,21 @@ export function createStepRunner(opts: StepRunnerOptions) {
       }
     }
   }
+  /**
+   * A checkpoint that records itself: replayed by name and checked by the guard like a step, else
+   * `record(position)` runs and writes the step row itself, in the same statement as what it stands for
+   * (an artifact's completion). Its value is what the handler gets, on every replay too.
+   */
+  async function recorded<T>(name: string, record: (position: number) => Promise<T>): Promise<T> {
+    const position = guard.next(name);
+    if (history.values.has(name)) return history.values.get(name) as T;
+    if (opts.replayOnly === true) throw new ReplayMissError(`step "${name}"`);
+    signal.throwIfAborted();
+    if (opts.draining?.() === true) throw new HandoffSignal();
+    const value = await record(position);
+    history.values.set(name, value);
+    return value;
+  }
   async function patched(id: string): Promise<boolean> {
     // A task that recorded steps past this point before the patch replays the old code (false); one
     // that reaches it now records the marker and takes the new code (true), on every replay after too.
@@ -201,5 +230,15 @@ export function createStepRunner(opts: StepRunnerOptions) {
     }
     return false;
   }
-  return { step, patched };
+  return { step, patched, recorded };
+}
+
+/** StepTooLargeError when a step's value is over `maxBytes` as JSON. */
+function checkStepSize(name: string, value: unknown, maxBytes: number | undefined): void {
+  if (maxBytes === undefined || value === undefined) return;
+  const json = JSON.stringify(value) ?? '';
+  // (A UTF-8 byte per UTF-16 unit at least, three at most: most values need no count.)
+  if (json.length * 3 <= maxBytes) return;
+  const size = Buffer.byteLength(json, 'utf8');
+  if (size > maxBytes) throw new StepTooLargeError(name, size, maxBytes);
 }

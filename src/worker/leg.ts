@@ -30,6 +30,7 @@ import { createAttemptBackend, type AttemptBackend } from './attempt-backend.ts'
 import type { MapItemLeg } from './attempt-map.ts';
 import { ReplayMissError } from './attempt-steps.ts';
 import type { ParkedOn } from './leg-signals.ts';
+import { spillOversizedResult } from './result-spill.ts';
 import { completeItem, itemFailure, wakeParent, type MapItemCache, type ReplaySource } from './map-item.ts';
 import { classify, completion, toolFailure, type LegOutcome, type RunningAttempts } from './outcome.ts';
 import type { ToolDefinition } from '../tools/define.ts';
@@ -57,6 +58,10 @@ export interface LegDeps {
   metrics?: Metrics | undefined;
   /** A signal's delivery URL, from its token. */
   signalUrl: (token: string) => string;
+  /** An artifact's HTTP download URL. */
+  artifactUrl: (taskId: string, name: string) => string;
+  /** A step whose value is larger (as JSON) fails the task (MAX_STEP_BYTES); unlimited when undefined. */
+  maxStepBytes?: number | undefined;
   /** Map items' parents, read once per worker (see map-item.ts). */
   maps: MapItemCache;
   /** The pool's batched writes (see coalesce.ts). */
@@ -196,11 +201,23 @@ function backendFor(
     saveStep: deps.writes.saveStep,
     maxSteps: deps.maxStepsPerTask,
     signalUrl: deps.signalUrl,
+    artifactUrl: deps.artifactUrl,
+    maxStepBytes: deps.maxStepBytes,
+    metrics: deps.metrics,
     queue: deps.queue,
     mapItem,
     log: leg.log,
   });
 }
+
+/** What an artifact of this leg's task is written with. */
+const artifactDeps = (deps: LegDeps, task: ClaimedTask, signal: AbortSignal) => ({
+  db: deps.db,
+  task,
+  signal,
+  artifactUrl: deps.artifactUrl,
+  metrics: deps.metrics,
+});
 
 /** Runs the tool's handler with the task's checkpoints; what it came to, thrown or returned. */
 async function runHandler(deps: LegDeps, leg: LegScope, signal: AbortSignal): Promise<LegOutcome> {
@@ -216,8 +233,12 @@ async function runHandler(deps: LegDeps, leg: LegScope, signal: AbortSignal): Pr
   const backend = backendFor(deps, leg, signal, { task, steps, inputs });
   try {
     const result = await withContext(leg.trace, () => tool.handler(args, createToolContext(backend)));
+    const stored = await spillOversizedResult(
+      { ...artifactDeps(deps, task, signal), history: steps, maxResultBytes: deps.maxResultBytes },
+      result,
+    );
     // A status message still waiting for its turn is written with the completion, in the same update.
-    return completion(result, await backend.takePending(), deps.maxResultBytes);
+    return completion(stored, await backend.takePending(), deps.maxResultBytes);
   } catch (thrown) {
     await backend.flush();
     return classify(thrown, signal.aborted ? signal.reason : undefined, {

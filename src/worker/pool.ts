@@ -1,3 +1,5 @@
+import { artifactPath } from '../core/artifacts.ts';
+import { MCP_PATH } from '../core/wire.ts';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
@@ -47,6 +49,8 @@ export interface WorkerPoolOptions {
   retryLimit?: number;
   retryDelaySeconds?: number;
   maxResultBytes?: number;
+  /** MAX_STEP_BYTES: a step whose value is larger (as JSON) fails its task. */
+  maxStepBytes?: number | undefined;
   /** MAX_STEPS_PER_TASK: a task recording more steps fails. */
   maxStepsPerTask?: number | undefined;
   sweepIntervalMs?: number;
@@ -58,6 +62,8 @@ export interface WorkerPoolOptions {
   shutdownGraceMs?: number;
   /** A signal's delivery URL from its token (default: a path, `/signals/{token}`). */
   signalUrl?: ((token: string) => string) | undefined;
+  /** An artifact's download URL (default: a path, `/mcp/artifacts/{taskId}/{name}`). */
+  artifactUrl?: ((taskId: string, name: string) => string) | undefined;
 }
 
 export interface WorkerPool {
@@ -246,7 +252,9 @@ function legDepsOf(
     },
     maxResultBytes: opts.maxResultBytes,
     maxStepsPerTask: opts.maxStepsPerTask,
+    maxStepBytes: opts.maxStepBytes,
     signalUrl: opts.signalUrl ?? ((token) => `/signals/${token}`),
+    artifactUrl: opts.artifactUrl ?? ((taskId, name) => artifactPath(MCP_PATH, taskId, name)),
     running,
     draining: () => slots.stopping,
     scheduleWake: (ms) => void setTimeout(() => slots.notice(), ms).unref(),

@@ -4,7 +4,14 @@ import type { Metrics } from '../core/metrics.ts';
 import { coerceError, type Logger } from '../log.ts';
 import type { TaskQueue } from '../tasks/service.ts';
 import { reclaimExpiredLeases, redeliverStuckRuns } from '../tasks/store/lease.ts';
-import { expireTasks, purgeTasks, sweepNeeded } from '../tasks/store/sweep.ts';
+import {
+  ARTIFACT_PURGE_CHUNKS,
+  expireTasks,
+  purgeArtifactChunks,
+  purgeEmptyArtifacts,
+  purgeTasks,
+  sweepNeeded,
+} from '../tasks/store/sweep.ts';
 
 export interface SweeperOptions {
   db: Kysely<Database>;
@@ -83,8 +90,15 @@ export function createSweeper({
     metrics?.redeliveries.inc(redelivered);
     const reclaimed = takenOver + redelivered;
     const expired = await drain(async () => (await expireTasks(db, batchSize)).length, batchSize);
+    const chunks = await drain(
+      () => purgeArtifactChunks(db, ARTIFACT_PURGE_CHUNKS, purgeGraceMs),
+      ARTIFACT_PURGE_CHUNKS,
+    );
+    const artifacts = await drain(() => purgeEmptyArtifacts(db, batchSize, purgeGraceMs), batchSize);
     const purged = await drain(() => purgeTasks(db, batchSize, purgeGraceMs), batchSize);
-    if (reclaimed + expired + purged > 0) log.info('sweep', { reclaimed, expired, purged });
+    if (reclaimed + expired + purged + artifacts > 0) {
+      log.info('sweep', { reclaimed, expired, purged, ...(artifacts > 0 && { artifacts, chunks }) });
+    }
     return { reclaimed, expired, purged };
   };
   let sweeping = false;

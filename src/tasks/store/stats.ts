@@ -7,7 +7,7 @@ import { ACTIVE_STATUSES } from '../status.ts';
 /**
  * The cluster-wide numbers behind the store gauges, in one round trip: tasks by status, due runs waiting
  * in pg-boss and the oldest one's age, runs scheduled for later, and active tasks past their TTL that no
- * sweep has expired yet.
+ * sweep has expired yet, and the bytes of complete artifacts.
  */
 export async function readStoreStats(db: Kysely<Database>, bossSchema = 'pgboss'): Promise<StoreStats> {
   const job = sql.table(`${bossSchema}.job`);
@@ -27,6 +27,9 @@ export async function readStoreStats(db: Kysely<Database>, bossSchema = 'pgboss'
     select 'expired', null, count(*)::text, null
       from tasks
      where expires_at <= now() and parent_task_id is null and status in (${sql.join([...ACTIVE_STATUSES])})
+    union all
+    select 'artifacts', null, coalesce(sum(size), 0)::text, null
+      from task_artifacts where state = 'complete'
   `.execute(db);
   const stats: StoreStats = {
     tasksByStatus: {},
@@ -34,6 +37,7 @@ export async function readStoreStats(db: Kysely<Database>, bossSchema = 'pgboss'
     runsDelayed: 0,
     oldestWaitingRunSeconds: 0,
     expiredNotSwept: 0,
+    artifactBytes: 0,
   };
   for (const row of rows) {
     if (row.kind === 'status' && row.key !== null) stats.tasksByStatus[row.key] = Number(row.n);
@@ -42,6 +46,7 @@ export async function readStoreStats(db: Kysely<Database>, bossSchema = 'pgboss'
       stats.oldestWaitingRunSeconds = Math.max(0, row.age ?? 0);
     } else if (row.kind === 'delayed') stats.runsDelayed = Number(row.n);
     else if (row.kind === 'expired') stats.expiredNotSwept = Number(row.n);
+    else if (row.kind === 'artifacts') stats.artifactBytes = Number(row.n);
   }
   return stats;
 }

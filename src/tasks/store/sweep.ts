@@ -50,6 +50,17 @@ export async function purgeTasks(db: Kysely<Database>, limit: number, graceMs: n
         .where('expires_at', '<=', sql<Date>`now() - ${graceMs} * interval '1 millisecond'`)
         .where('parent_task_id', 'is', null)
         .where('status', 'in', TERMINAL_STATUSES)
+        // Artifacts go first, in bounded batches (purgeArtifactChunks): never in one cascading delete.
+        .where((eb) =>
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom('task_artifacts as a')
+                .select('a.task_id')
+                .whereRef('a.task_id', '=', 'tasks.task_id'),
+            ),
+          ),
+        )
         .orderBy('expires_at')
         .limit(limit)
         .forUpdate()
@@ -60,6 +71,52 @@ export async function purgeTasks(db: Kysely<Database>, limit: number, graceMs: n
   return rows.length;
 }
 
+/** Chunks (of at most 1 MiB) the sweeper deletes per statement: each statement's work and WAL stay bounded. */
+export const ARTIFACT_PURGE_CHUNKS = 64;
+
+/**
+ * The artifacts to delete: those of tasks the purge is due to delete, and `writing` ones whose attempt
+ * ended (it lost its lease, crashed, or the task moved on or finished) and so can never complete.
+ */
+const doomedArtifacts = (graceMs: number) => sql`
+  select a.artifact_id from task_artifacts a join tasks t on t.task_id = a.task_id
+   where t.expires_at <= now() - ${graceMs} * interval '1 millisecond' and t.parent_task_id is null
+     and t.status in (${sql.join([...TERMINAL_STATUSES])})
+  union all
+  select a.artifact_id from task_artifacts a join tasks t on t.task_id = a.task_id
+   where a.state = 'writing' and (t.status <> 'working' or t.attempt > a.attempt)`;
+
+/** Deletes up to `limit` chunks of doomed artifacts (see doomedArtifacts); how many. */
+export async function purgeArtifactChunks(
+  db: Kysely<Database>,
+  limit: number,
+  graceMs: number,
+): Promise<number> {
+  const result = await sql`
+    delete from task_artifact_chunks c using (
+      select artifact_id, seq from task_artifact_chunks
+       where artifact_id in (${doomedArtifacts(graceMs)})
+       limit ${limit} for update skip locked
+    ) v where c.artifact_id = v.artifact_id and c.seq = v.seq`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}
+
+/** Deletes up to `limit` doomed artifacts that have no chunks left; how many. */
+export async function purgeEmptyArtifacts(
+  db: Kysely<Database>,
+  limit: number,
+  graceMs: number,
+): Promise<number> {
+  const result = await sql`
+    delete from task_artifacts a using (
+      select artifact_id from task_artifacts d
+       where artifact_id in (${doomedArtifacts(graceMs)})
+         and not exists (select 1 from task_artifact_chunks c where c.artifact_id = d.artifact_id)
+       limit ${limit} for update skip locked
+    ) v where a.artifact_id = v.artifact_id`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}
+
 /** One cheap indexed probe: is there anything for a sweep to do? Keeps idle workers nearly silent. */
 export async function sweepNeeded(db: Kysely<Database>, graceMs: number): Promise<boolean> {
   const row = await sql<{ needed: boolean }>`
@@ -68,6 +125,8 @@ export async function sweepNeeded(db: Kysely<Database>, graceMs: number): Promis
                                           and status in ('working', 'input_required'))
         or exists (select 1 from tasks where expires_at <= now() - ${graceMs} * interval '1 millisecond'
                                           and parent_task_id is null and status in ('completed', 'failed', 'cancelled'))
+        or exists (select 1 from task_artifacts a join tasks t on t.task_id = a.task_id
+                    where a.state = 'writing' and (t.status <> 'working' or t.attempt > a.attempt))
        as needed`.execute(db);
   return row.rows[0]?.needed === true;
 }

@@ -4,6 +4,7 @@ import { approvedExport } from './approved-export.ts';
 import { checksumShards } from './checksum-shards.ts';
 import { confirmAction } from './confirm-action.ts';
 import { echo } from './echo.ts';
+import { exportCsv } from './export-csv.ts';
 import { failWith } from './fail-with.ts';
 
 /** The tools a default server registers. */
@@ -14,6 +15,7 @@ export const SHIPPED_TOOLS: readonly ToolDefinition[] = [
   echo,
   approvedExport,
   checksumShards,
+  exportCsv,
 ] as ToolDefinition[];
 
 /** This module, which sync-call threads load the shipped tools from (as `tools`, like a `--tools` module). */

@@ -1,0 +1,153 @@
+// ctx.artifact in a task's attempt: the source is cut into chunks as it is produced, each chunk written
+// (fenced on the attempt) while the next one fills, then the artifact completes and its step is recorded
+// in one statement. A replay gets the recorded link back without reading the source.
+import { createHash } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import {
+  ARTIFACT_CHUNK_BYTES,
+  artifactLink,
+  artifactNameProblem,
+  artifactUri,
+  SPILLED_RESULT_NAME,
+  type ArtifactLink,
+  type ArtifactOptions,
+  type ArtifactSource,
+} from '../core/artifacts.ts';
+import type { Metrics } from '../core/metrics.ts';
+import type { Database } from '../db/database.ts';
+import { beginArtifact, completeArtifact, writeArtifactChunk } from '../tasks/store/artifact-writes.ts';
+import type { ClaimedTask } from '../tasks/store/lease.ts';
+import { infra } from './leg-signals.ts';
+
+/** The step an artifact records its link under. */
+export const artifactStepName = (name: string) => `artifact:${name}`;
+
+export interface ArtifactWriterOptions {
+  db: Kysely<Database>;
+  task: ClaimedTask;
+  signal: AbortSignal;
+  /** The step runner's self-recording checkpoint (see createStepRunner). */
+  recorded: <T>(name: string, record: (position: number) => Promise<T>) => Promise<T>;
+  /** An artifact's HTTP download URL. */
+  artifactUrl: (taskId: string, name: string) => string;
+  metrics?: Metrics | undefined;
+  chunkBytes?: number | undefined;
+}
+
+/** `ctx.artifact` of one attempt. */
+export function createArtifactWriter(opts: ArtifactWriterOptions) {
+  return async function artifact(
+    name: string,
+    source: ArtifactSource,
+    { mimeType }: ArtifactOptions = {},
+  ): Promise<ArtifactLink> {
+    const problem = artifactNameProblem(name);
+    if (problem !== undefined) throw new TypeError(`ctx.artifact: ${problem}`);
+    if (name === SPILLED_RESULT_NAME) {
+      throw new TypeError(
+        `ctx.artifact: "${SPILLED_RESULT_NAME}" is the name of a result too large to store inline`,
+      );
+    }
+    const type =
+      mimeType ?? (typeof source === 'string' ? 'text/plain; charset=utf-8' : 'application/octet-stream');
+    return opts.recorded(artifactStepName(name), (position) =>
+      writeArtifact(opts, { name, mimeType: type, source, position }),
+    );
+  };
+}
+
+/**
+ * Writes `source` as the attempt's artifact `name` and records the step `artifact:<name>` with its link.
+ * At most two chunks are held: the one being written and the one filling.
+ */
+export async function writeArtifact(
+  opts: Omit<ArtifactWriterOptions, 'recorded'>,
+  a: { name: string; mimeType: string; source: ArtifactSource; position: number | null },
+): Promise<ArtifactLink> {
+  const { db, task, signal } = opts;
+  const chunkSize = opts.chunkBytes ?? ARTIFACT_CHUNK_BYTES;
+  const fence = { taskId: task.taskId, attempt: task.attempt };
+  const artifactId = await beginArtifact(db, {
+    ...fence,
+    name: a.name,
+    mimeType: a.mimeType,
+    chunkSize,
+  }).catch(infra);
+  const hash = createHash('sha256');
+  let size = 0;
+  let seq = 0;
+  let writing: Promise<void> = Promise.resolve();
+  for await (const chunk of rechunk(a.source, chunkSize)) {
+    await writing;
+    signal.throwIfAborted();
+    hash.update(chunk);
+    size += chunk.length;
+    writing = writeArtifactChunk(db, { ...fence, artifactId, seq: seq++, data: chunk }).catch(infra);
+    writing.catch(() => {}); // awaited before the next chunk, or below
+  }
+  await writing;
+  signal.throwIfAborted();
+  const sha256 = hash.digest('hex');
+  const link = artifactLink({
+    uri: artifactUri(task.taskId, a.name),
+    name: a.name,
+    mimeType: a.mimeType,
+    size,
+    downloadUrl: opts.artifactUrl(task.taskId, a.name),
+    sha256,
+  });
+  await completeArtifact(db, {
+    ...fence,
+    artifactId,
+    size,
+    chunks: seq,
+    sha256,
+    step: { name: artifactStepName(a.name), position: a.position, value: link },
+  }).catch(infra);
+  opts.metrics?.artifactBytesWritten.inc(size);
+  return link;
+}
+
+/** The source's bytes in pieces of exactly `size` (the last one shorter), each a fresh buffer. */
+async function* rechunk(source: ArtifactSource, size: number): AsyncGenerator<Buffer> {
+  let parts: Buffer[] = [];
+  let held = 0;
+  for await (const piece of piecesOf(source)) {
+    let rest = piece;
+    while (rest.length > 0) {
+      const take = Math.min(size - held, rest.length);
+      parts.push(rest.subarray(0, take));
+      held += take;
+      rest = rest.subarray(take);
+      if (held === size) {
+        yield Buffer.concat(parts, held);
+        parts = [];
+        held = 0;
+      }
+    }
+  }
+  if (held > 0) yield Buffer.concat(parts, held);
+}
+
+async function* piecesOf(source: ArtifactSource): AsyncGenerator<Buffer> {
+  if (typeof source === 'string' || source instanceof Uint8Array) {
+    yield asBuffer(source);
+    return;
+  }
+  if (
+    source === null ||
+    typeof source !== 'object' ||
+    !(Symbol.asyncIterator in source || Symbol.iterator in source)
+  ) {
+    throw new TypeError(
+      'ctx.artifact: the source must be a string, a Uint8Array, or an (async) iterable of them',
+    );
+  }
+  for await (const piece of source) yield asBuffer(piece);
+}
+
+function asBuffer(piece: unknown): Buffer {
+  if (typeof piece === 'string') return Buffer.from(piece, 'utf8');
+  if (piece instanceof Uint8Array) return Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
+  throw new TypeError('ctx.artifact: the source yielded something other than a string or a Uint8Array');
+}
