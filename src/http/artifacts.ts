@@ -88,7 +88,7 @@ export function artifactRoutes({
   return app;
 }
 
-/** The bytes as a web stream that reads the next chunk only when the socket has taken the last one. */
+/** The bytes as a web stream, read a chunk ahead of the socket and no further (its backpressure). */
 function streamOf(
   artifacts: ArtifactReader,
   info: ArtifactInfo,
@@ -119,6 +119,7 @@ function streamOf(
         await bytes.return(undefined);
       },
     },
-    { highWaterMark: 0 },
+    // One chunk read ahead while the socket takes the last one: two chunks held at most.
+    { highWaterMark: 1 },
   );
 }

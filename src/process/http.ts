@@ -68,7 +68,7 @@ export async function serveMcp(parts: McpEndpointParts, cleanups: CleanupStack):
   const shutdown = new AbortController();
   const taskChanges = new TaskChanges(db, parts.feed, { log, metrics: parts.operational.metrics });
   cleanups.push(async () => taskChanges.stop());
-  const artifacts = new ArtifactReader(db);
+  const artifacts = new ArtifactReader(db, conn.pool);
   // Every task's artifacts, readable by their task's principal: listed after the server's own templates.
   const artifactTemplate = artifactResourceTemplate({
     artifacts,

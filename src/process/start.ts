@@ -114,6 +114,11 @@ export async function startProcess(opts: ProcessOptions): Promise<ServerProcess>
     let origin = config.PUBLIC_URL?.replace(/\/$/, '') ?? `http://${config.HOST}:${config.PORT}`;
     const signalUrl = (token: string) => `${origin}/signals/${token}`;
     const artifactUrl = (taskId: string, name: string) => `${origin}${artifactPath(MCP_PATH, taskId, name)}`;
+    if (role === 'worker' && config.PUBLIC_URL === undefined) {
+      log.warn(
+        'PUBLIC_URL is not set: the signal and artifact download links this worker writes name ' + origin,
+      );
+    }
     const workers =
       role === 'server'
         ? undefined

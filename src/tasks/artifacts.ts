@@ -2,7 +2,13 @@ import type { Kysely } from 'kysely';
 import { artifactNameProblem } from '../core/artifacts.ts';
 import type { Database } from '../db/database.ts';
 import { isWellFormedTaskId } from './ids.ts';
-import { artifactBytes, findArtifact, listArtifacts, type ArtifactInfo } from './store/artifact-reads.ts';
+import {
+  artifactBytes,
+  findArtifact,
+  listArtifacts,
+  type ArtifactInfo,
+  type ChunkPool,
+} from './store/artifact-reads.ts';
 
 export type { ArtifactInfo };
 export { ArtifactGoneError } from './store/artifact-reads.ts';
@@ -13,9 +19,12 @@ export { ArtifactGoneError } from './store/artifact-reads.ts';
  */
 export class ArtifactReader {
   readonly #db: Kysely<Database>;
+  readonly #pool: ChunkPool;
 
-  constructor(db: Kysely<Database>) {
+  /** `pool`: the pool behind `db`, for the chunks' bytes in binary form. */
+  constructor(db: Kysely<Database>, pool: ChunkPool) {
     this.#db = db;
+    this.#pool = pool;
   }
 
   /** The complete artifact, or undefined; an id or name that cannot be one never reaches Postgres. */
@@ -28,7 +37,7 @@ export class ArtifactReader {
 
   /** Bytes `start` … `end` (inclusive), a chunk at a time. */
   bytes(info: ArtifactInfo, start?: number, end?: number): AsyncGenerator<Buffer> {
-    return artifactBytes(this.#db, info, start, end);
+    return artifactBytes(this.#pool, info, start, end);
   }
 
   /** A task's complete artifacts (the operator's view). */

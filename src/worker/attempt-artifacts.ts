@@ -108,30 +108,45 @@ export async function writeArtifact(
   return link;
 }
 
-/** The source's bytes in pieces of exactly `size` (the last one shorter), each a fresh buffer. */
+/**
+ * The source's bytes in pieces of exactly `size` (the last one shorter), copied into two buffers taken
+ * in turn: the caller must be done with a piece (its write awaited) before it asks for the one after the
+ * next. No buffer is allocated per chunk, so the garbage a long artifact leaves is what its source makes.
+ */
 async function* rechunk(source: ArtifactSource, size: number): AsyncGenerator<Buffer> {
-  let parts: Buffer[] = [];
+  const buffers = [Buffer.allocUnsafe(size), Buffer.allocUnsafe(size)];
+  let turn = 0;
   let held = 0;
-  for await (const piece of piecesOf(source)) {
-    let rest = piece;
-    while (rest.length > 0) {
-      const take = Math.min(size - held, rest.length);
-      parts.push(rest.subarray(0, take));
-      held += take;
-      rest = rest.subarray(take);
-      if (held === size) {
-        yield Buffer.concat(parts, held);
-        parts = [];
-        held = 0;
+  for await (const item of itemsOf(source)) {
+    // A string that fits is encoded in place; only one that spans two chunks becomes a buffer first.
+    if (typeof item === 'string' && Buffer.byteLength(item, 'utf8') <= size - held) {
+      held += buffers[turn]!.write(item, held, 'utf8');
+    } else {
+      const piece = asBuffer(item);
+      let offset = 0;
+      while (offset < piece.length) {
+        const copied = piece.copy(buffers[turn]!, held, offset, Math.min(piece.length, offset + size - held));
+        held += copied;
+        offset += copied;
+        if (held === size) {
+          yield buffers[turn]!;
+          turn = 1 - turn;
+          held = 0;
+        }
       }
     }
+    if (held === size) {
+      yield buffers[turn]!;
+      turn = 1 - turn;
+      held = 0;
+    }
   }
-  if (held > 0) yield Buffer.concat(parts, held);
+  if (held > 0) yield buffers[turn]!.subarray(0, held);
 }
 
-async function* piecesOf(source: ArtifactSource): AsyncGenerator<Buffer> {
+async function* itemsOf(source: ArtifactSource): AsyncGenerator<unknown> {
   if (typeof source === 'string' || source instanceof Uint8Array) {
-    yield asBuffer(source);
+    yield source;
     return;
   }
   if (
@@ -143,7 +158,7 @@ async function* piecesOf(source: ArtifactSource): AsyncGenerator<Buffer> {
       'ctx.artifact: the source must be a string, a Uint8Array, or an (async) iterable of them',
     );
   }
-  for await (const piece of source) yield asBuffer(piece);
+  yield* source;
 }
 
 function asBuffer(piece: unknown): Buffer {

@@ -1,6 +1,7 @@
 // Reading artifacts back: a complete artifact's description, found through its task's principal (another
 // principal's artifact is not found, exactly like an unknown one), and its bytes a chunk at a time.
 import type { Kysely } from 'kysely';
+import type pg from 'pg';
 import type { Database } from '../../db/database.ts';
 
 export interface ArtifactInfo {
@@ -80,21 +81,27 @@ export async function listArtifacts(db: Kysely<Database>, taskId: string): Promi
   return rows.map(toInfo);
 }
 
+/** Where chunks are read from: a pg pool (Kysely's text-format bytea would arrive as hex, twice the bytes). */
+export type ChunkPool = Pick<pg.Pool, 'query'>;
+
+/** Binary-format results: a bytea arrives as its bytes (pg has already copied them out of its socket buffer). */
+const RAW_BYTES = { getTypeParser: () => (value: Buffer) => value } as unknown as pg.CustomTypesConfig;
+
 /** Chunks `from` … `from + count - 1` of an artifact, in order (fewer when it was purged meanwhile). */
 export async function readArtifactChunks(
-  db: Kysely<Database>,
+  pool: ChunkPool,
   artifactId: string,
   from: number,
   count = 1,
 ): Promise<Buffer[]> {
-  const rows = await db
-    .selectFrom('task_artifact_chunks')
-    .select('data')
-    .where('artifact_id', '=', artifactId)
-    .where('seq', '>=', from)
-    .where('seq', '<', from + count)
-    .orderBy('seq')
-    .execute();
+  const query = {
+    text: 'select data from task_artifact_chunks where artifact_id = $1 and seq >= $2 and seq < $3 order by seq',
+    values: [artifactId, from, from + count],
+    // (Results in binary format: a config field @types/pg does not declare.)
+    binary: true,
+    types: RAW_BYTES,
+  } as pg.QueryConfig;
+  const { rows } = await pool.query<{ data: Buffer }>(query);
   return rows.map((r) => r.data);
 }
 
@@ -111,7 +118,7 @@ export class ArtifactGoneError extends Error {
  * and each read takes a pooled connection only while it runs.
  */
 export async function* artifactBytes(
-  db: Kysely<Database>,
+  pool: ChunkPool,
   info: Pick<ArtifactInfo, 'artifactId' | 'chunkSize' | 'size'>,
   start = 0,
   end = info.size - 1,
@@ -119,7 +126,7 @@ export async function* artifactBytes(
   let offset = start;
   while (offset <= end) {
     const seq = Math.floor(offset / info.chunkSize);
-    const [chunk] = await readArtifactChunks(db, info.artifactId, seq);
+    const [chunk] = await readArtifactChunks(pool, info.artifactId, seq);
     if (chunk === undefined) throw new ArtifactGoneError(info.artifactId);
     const chunkStart = seq * info.chunkSize;
     const piece = chunk.subarray(offset - chunkStart, Math.min(chunk.length, end - chunkStart + 1));

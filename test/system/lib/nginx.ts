@@ -20,10 +20,11 @@ export const MCP_LOCATIONS = path.join(ROOT, 'deploy/mcp-locations.conf');
 /**
  * Real nginx, round-robin with no stickiness, in front of the HTTP instances on these ports, proxying
  * with deploy/mcp-locations.conf (the file docker compose uses). Replies carry X-Upstream (the replica);
- * its access log holds the upstream of each request.
+ * its access log holds the upstream of each request. `listenPort` when the servers must know it first
+ * (their PUBLIC_URL).
  */
-export async function startNginx(upstreamPorts: readonly number[]): Promise<Nginx> {
-  const port = await freePort();
+export async function startNginx(upstreamPorts: readonly number[], listenPort?: number): Promise<Nginx> {
+  const port = listenPort ?? (await freePort());
   const dir = mkdtempSync(path.join(tmpdir(), 'mcp-nginx-'));
   // As root, nginx's worker runs as nobody: it must reach the temporary directory to buffer a large body.
   chmodSync(dir, 0o755);
