@@ -3,6 +3,7 @@
 import path from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { checkPostgresUrl, loadConfig } from '../config.ts';
+import { formatBytes } from '../core/bytes.ts';
 import { createDb, type Db } from '../db/database.ts';
 import { openEmbeddedPostgres, type RunningPostgres } from '../db/embedded.ts';
 import { createLogger } from '../log.ts';
@@ -100,6 +101,9 @@ async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
   }
 }
 
+/** Hex digits of an artifact's SHA-256 a table shows (`--json` has all 64). */
+const SHORT_SHA256 = 12;
+
 const print = (text: string): void => void process.stdout.write(text);
 const json = (value: unknown): void => print(`${JSON.stringify(value, null, 2)}\n`);
 
@@ -179,7 +183,7 @@ export function addTasksCommand(program: Command): void {
   tasks
     .command('show <taskId>')
     .description(
-      'one task: status, owner, attempts, lease, durable steps, input requests (not their answers)',
+      'one task: status, owner, attempts, lease, durable steps, input requests (not their answers), artifacts',
     )
     .option('--json', 'print JSON')
     .action(async (taskId: string, opts: { json?: boolean }) => {
@@ -235,6 +239,22 @@ export function addTasksCommand(program: Command): void {
                   i.key,
                   i.method,
                   i.answeredAt?.toISOString() ?? 'no',
+                ]),
+              )),
+      );
+      print(
+        `\nartifacts (${history.artifacts.length})\n` +
+          (history.artifacts.length === 0
+            ? ''
+            : table(
+                ['NAME', 'TYPE', 'SIZE', 'BYTES', 'SHA256', 'COMPLETED'],
+                history.artifacts.map((a) => [
+                  a.name,
+                  a.mimeType,
+                  formatBytes(a.size),
+                  String(a.size),
+                  a.sha256.slice(0, SHORT_SHA256),
+                  a.completedAt.toISOString(),
                 ]),
               )),
       );

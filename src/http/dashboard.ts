@@ -18,6 +18,8 @@ import { getCookie, setCookie, deleteCookie } from 'hono/cookie';
 import { html, raw } from 'hono/html';
 import type { HtmlEscapedString } from 'hono/utils/html';
 import type { Logger } from '../log.ts';
+import { artifactUri } from '../core/artifacts.ts';
+import { formatBytes } from '../core/bytes.ts';
 import { TASK_STATUSES } from '../core/wire.ts';
 import { TaskNotFoundError } from '../tasks/errors.ts';
 import { ACTIVE_STATUSES, TERMINAL_STATUSES } from '../tasks/status.ts';
@@ -405,7 +407,10 @@ interface TimelineEvent {
   what: Html;
 }
 
-function taskPage({ task, steps, stepFailures, inputRequests, attempts }: TaskHistory, csrf: string): Html {
+function taskPage(
+  { task, steps, stepFailures, inputRequests, attempts, artifacts }: TaskHistory,
+  csrf: string,
+): Html {
   const active = (ACTIVE_STATUSES as readonly string[]).includes(task.status);
   const events: TimelineEvent[] = [
     { at: task.createdAt, what: html`Created by <b>${task.principal}</b> (tool ${task.toolName})` },
@@ -477,6 +482,7 @@ function taskPage({ task, steps, stepFailures, inputRequests, attempts }: TaskHi
     <ol class="timeline">
       ${events.map((e) => html`<li><time>${iso(e.at)}</time> ${e.what}</li>`)}
     </ol>
+    ${artifacts.length === 0 ? '' : artifactsTable(task.taskId, artifacts)}
     ${
       outcome === null
         ? ''
@@ -487,6 +493,43 @@ function taskPage({ task, steps, stepFailures, inputRequests, attempts }: TaskHi
       Input answers are never shown.${active ? ' This page refreshes every 2 s while the task runs.' : ''}
     </p>`;
   return layout(`Task ${task.taskId}`, body, csrf, active ? 2 : undefined);
+}
+
+/**
+ * A task's artifacts: what they are, without a download link. The operator's sign-in is not the task's
+ * principal, whose credential a download takes; the URI says what that principal reads with resources/read.
+ */
+function artifactsTable(taskId: string, artifacts: TaskHistory['artifacts']): Html {
+  return html`<h2>Artifacts</h2>
+    <table class="artifacts">
+      <thead>
+        <tr>
+          <th>Name</th>
+          <th>Type</th>
+          <th>Size</th>
+          <th>SHA-256</th>
+          <th>Completed</th>
+          <th>URI</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${artifacts.map(
+          (a) =>
+            html`<tr>
+              <td class="name">${a.name}</td>
+              <td>${a.mimeType}</td>
+              <td class="size">${formatBytes(a.size)} <span class="muted">(${a.size} bytes)</span></td>
+              <td><code title="${a.sha256}">${a.sha256.slice(0, 12)}</code></td>
+              <td>${iso(a.completedAt)}</td>
+              <td><code>${artifactUri(taskId, a.name)}</code></td>
+            </tr>`,
+        )}
+      </tbody>
+    </table>
+    <p class="muted">
+      Only the task's principal reads an artifact, with its own credential: <code>resources/read</code> on the
+      URI, or the download link in the task's result.
+    </p>`;
 }
 
 /** A long job's steps: the first and the last 100, and how many lie between. */
@@ -586,8 +629,10 @@ polyline.backlog { fill:none; stroke:var(--input_required); stroke-width:2; }
 input, select, button { font:inherit; padding:.25rem .4rem; }
 button { border:1px solid var(--line); background:#fff; border-radius:4px; cursor:pointer; }
 button.danger { background:var(--failed); color:#fff; border-color:var(--failed); } button[disabled] { opacity:.6; cursor:default; }
-table.tasks { width:100%; border-collapse:collapse; background:var(--card); border:1px solid var(--line); }
-table.tasks th, table.tasks td { text-align:left; padding:.35rem .6rem; border-bottom:1px solid var(--line); white-space:nowrap; }
+table.tasks, table.artifacts { width:100%; border-collapse:collapse; background:var(--card); border:1px solid var(--line); }
+table.tasks th, table.tasks td, table.artifacts th, table.artifacts td { text-align:left; padding:.35rem .6rem;
+  border-bottom:1px solid var(--line); white-space:nowrap; }
+table.artifacts td.name { white-space:normal; overflow-wrap:anywhere; }
 table.tasks td.msg { white-space:normal; color:var(--muted); max-width:320px; }
 .badge { color:#fff; border-radius:10px; padding:.05rem .5rem; font-size:12px; white-space:nowrap; vertical-align:middle; }
 .muted, .empty { color:var(--muted); }

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import { ARTIFACT_CHUNK_BYTES } from '../../src/core/artifacts.ts';
 import { runCli, type Run } from '../helpers/cli.ts';
 import { useTestServer } from '../helpers/server-process.ts';
 
@@ -88,6 +89,49 @@ describe('the operator CLI', () => {
     const left = JSON.parse((await cli(['list', '--json'], url)).stdout) as { taskId: string }[];
     expect(left.map((t) => t.taskId).sort()).toEqual([asking.taskId, slow.taskId].sort());
   });
+
+  it(
+    "shows a task's artifacts: name, type, size, digest, in the table and in --json",
+    { timeout: 60_000 },
+    async () => {
+      const { mcp, tdb } = server;
+      const created = await mcp.callTool('export_csv', { megabytes: 2 });
+      const task = await mcp.waitForTask(created.taskId as string);
+      expect(task.status).toBe('completed');
+      const { bytes, sha256 } = task.result.structuredContent as { bytes: number; sha256: string };
+      expect(bytes).toBeGreaterThanOrEqual(2 * 1_048_576); // (at least 2 MiB, whole rows)
+
+      const shown = await cli(['show', task.taskId as string], tdb.url);
+      expect(shown.code, shown.stderr).toBe(0);
+      const section = shown.stdout.slice(shown.stdout.indexOf('\nartifacts ('));
+      expect(section).toMatch(
+        new RegExp(
+          String.raw`^\nartifacts \(1\)\nNAME\s+TYPE\s+SIZE\s+BYTES\s+SHA256\s+COMPLETED\n` +
+            String.raw`export\.csv\s+text/csv; charset=utf-8\s+2\.0 MiB\s+${bytes}\s+${sha256.slice(0, 12)}\s+` +
+            String.raw`\d{4}-\d\d-\d\dT\S+Z\n$`,
+        ),
+      );
+
+      const json = await cli(['show', task.taskId as string, '--json'], tdb.url);
+      expect(json.code, json.stderr).toBe(0);
+      expect((JSON.parse(json.stdout) as { artifacts: unknown }).artifacts).toEqual([
+        {
+          name: 'export.csv',
+          mimeType: 'text/csv; charset=utf-8',
+          size: bytes,
+          sha256,
+          chunks: Math.ceil(bytes / ARTIFACT_CHUNK_BYTES),
+          completedAt: expect.stringMatching(/Z$/) as unknown,
+        },
+      ]);
+
+      // A task without artifacts says so in one line.
+      const plain = await mcp.callTool('analyze_numbers', { count: 10 });
+      await mcp.waitForTask(plain.taskId as string);
+      const none = await cli(['show', plain.taskId as string], tdb.url);
+      expect(none.stdout.endsWith('\nartifacts (0)\n')).toBe(true);
+    },
+  );
 
   it(
     'prints client-controlled text with its control characters escaped (an OSC 52 clipboard write stays text)',

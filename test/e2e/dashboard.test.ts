@@ -6,7 +6,10 @@ import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineTool } from '../../src/index.ts';
 import type { ServerProcess } from '../../src/process/start.ts';
+import { SHIPPED_TOOLS, SHIPPED_TOOLS_MODULE } from '../../src/tools/shipped/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { RawMcp } from '../helpers/mcp.ts';
 import { startTestProcess } from '../helpers/server-process.ts';
@@ -23,6 +26,20 @@ const env = {
   QUEUE_POOL_MAX: '2',
 };
 
+/** An artifact name a page must show as text: markup, both quotes, an ampersand (a name may not hold "/"). */
+const ODD_NAME = `<script>alert("x")<img src=x onerror='alert(1)'> & "q".csv`;
+const oddArtifact = defineTool({
+  name: 'odd_artifact',
+  description: 'writes an artifact with a name full of markup (test tool)',
+  inputSchema: z.object({}),
+  taskSupport: 'required',
+  async handler(_args, ctx) {
+    return { content: [await ctx.artifact(ODD_NAME, 'hello')] };
+  },
+});
+/** The shipped tools (their synchronous calls on threads, as the CLI serves them) and the test tool. */
+const tools = { tools: [...SHIPPED_TOOLS, oddArtifact], toolsModule: SHIPPED_TOOLS_MODULE };
+
 let tdb: TestDatabase;
 const runtimes: Array<ServerProcess & { url: string }> = [];
 let nginx: Nginx;
@@ -37,8 +54,8 @@ const portOf = (url: string) => Number(new URL(url).port);
 beforeAll(async () => {
   tdb = await createTestDatabase();
   for (let i = 0; i < 2; i++)
-    runtimes.push(await startTestProcess({ databaseUrl: tdb.url, role: 'server', env }));
-  runtimes.push(await startTestProcess({ databaseUrl: tdb.url, role: 'worker', env }));
+    runtimes.push(await startTestProcess({ databaseUrl: tdb.url, role: 'server', env, ...tools }));
+  runtimes.push(await startTestProcess({ databaseUrl: tdb.url, role: 'worker', env, ...tools }));
   nginx = await startNginx(runtimes.slice(0, 2).map((r) => portOf(r.url)));
   base = `http://127.0.0.1:${nginx.port}`;
   mcp = new RawMcp(nginx.url);
@@ -179,6 +196,52 @@ describe('the dashboard in Chromium, through nginx in front of two instances', (
     expect(upstreams.size).toBe(2);
     await page.context().close();
   }, 120_000);
+
+  it("lists a task's artifacts on its page: name, type, size, digest, URI; a name is text, never markup", async () => {
+    const { page } = await newPage();
+    const exported = await mcp.callTool('export_csv', { megabytes: 2 });
+    const odd = await mcp.callTool('odd_artifact', {});
+    const task = await mcp.waitForTask(exported.taskId as string);
+    expect(task.status).toBe('completed');
+    expect((await mcp.waitForTask(odd.taskId as string)).status).toBe('completed');
+    const { bytes, sha256 } = task.result.structuredContent as { bytes: number; sha256: string };
+    const artifactRows = async () => {
+      const rows = await page.locator('table.artifacts tbody tr').all();
+      const cells = await Promise.all(rows.map((row) => row.locator('td').allTextContents()));
+      return cells.map((texts) => texts.map((t) => t.replace(/\s+/g, ' ').trim()));
+    };
+
+    await page.goto(`${base}/dashboard/login`);
+    await page.fill('input[name=token]', TOKEN);
+    await page.click('button');
+    await page.goto(`${base}/dashboard/tasks/${task.taskId as string}`);
+    expect(await page.textContent('main h2:has(+ table.artifacts)')).toBe('Artifacts');
+    expect(await artifactRows()).toEqual([
+      [
+        'export.csv',
+        'text/csv; charset=utf-8',
+        `2.0 MiB (${bytes} bytes)`,
+        sha256.slice(0, 12),
+        expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ$/),
+        `tasks://${task.taskId as string}/artifacts/export.csv`,
+      ],
+    ]);
+    // No download link: a download is the task's principal's, not the operator's.
+    expect(await page.$$('table.artifacts a')).toHaveLength(0);
+    await page.screenshot({ path: path.join(SHOTS, '7-task-artifacts.png'), fullPage: true });
+
+    // The odd name is shown as the text it is: no element of it reached the page.
+    await page.goto(`${base}/dashboard/tasks/${odd.taskId as string}`);
+    const [row] = await artifactRows();
+    expect(row?.[0]).toBe(ODD_NAME);
+    expect(row?.[5]).toBe(`tasks://${odd.taskId as string}/artifacts/${encodeURIComponent(ODD_NAME)}`);
+    expect(await page.$$('script, img, [onerror]')).toHaveLength(0);
+
+    // A task without artifacts has no such section.
+    await page.goto(`${base}/dashboard/tasks/${ids.completed}`);
+    expect(await page.$('table.artifacts')).toBeNull();
+    await page.context().close();
+  }, 60_000);
 });
 
 describe('the dashboard over plain HTTP', () => {

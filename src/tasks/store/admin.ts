@@ -6,6 +6,7 @@ import type { Database } from '../../db/database.ts';
 import { TaskNotFoundError } from '../errors.ts';
 import { ACTIVE_STATUSES, TERMINAL_STATUSES } from '../status.ts';
 import { isWellFormedTaskId } from '../ids.ts';
+import { listArtifacts } from './artifact-reads.ts';
 import { requestCancel } from './cancel.ts';
 import { TASK_VIEW_COLUMNS, toTaskView, type TaskView } from './view.ts';
 
@@ -115,9 +116,18 @@ export interface TaskHistory {
   inputRequests: { key: string; method: string; askedAt: Date; answeredAt: Date | null }[];
   /** Each run leg: the worker that claimed it, when, and the lease it took. */
   attempts: { attempt: number; workerId: string; claimedAt: Date; leaseExpiresAt: Date }[];
+  /** Its complete artifacts, by name (one being written is not listed until it completes). */
+  artifacts: {
+    name: string;
+    mimeType: string;
+    size: number;
+    sha256: string;
+    chunks: number;
+    completedAt: Date;
+  }[];
 }
 
-/** One task with its durable steps and input requests; undefined when there is no such task. */
+/** One task with its durable steps, input requests and artifacts; undefined when there is no such task. */
 export async function adminGetTask(db: Kysely<Database>, taskId: string): Promise<TaskHistory | undefined> {
   if (!isWellFormedTaskId(taskId)) return undefined; // (a NUL or a 10 kB id names no task)
   const row = await db
@@ -126,7 +136,7 @@ export async function adminGetTask(db: Kysely<Database>, taskId: string): Promis
     .where('task_id', '=', taskId)
     .executeTakeFirst();
   if (row === undefined) return undefined;
-  const [steps, failures, inputs, attempts] = await Promise.all([
+  const [steps, failures, inputs, attempts, artifacts] = await Promise.all([
     db
       .selectFrom('task_steps')
       .select(['name', 'attempt', 'created_at'])
@@ -153,6 +163,7 @@ export async function adminGetTask(db: Kysely<Database>, taskId: string): Promis
       .where('task_id', '=', taskId)
       .orderBy('attempt')
       .execute(),
+    listArtifacts(db, taskId),
   ]);
   return {
     task: toAdminTask(row),
@@ -174,6 +185,14 @@ export async function adminGetTask(db: Kysely<Database>, taskId: string): Promis
       workerId: a.worker_id,
       claimedAt: a.claimed_at,
       leaseExpiresAt: a.lease_expires_at,
+    })),
+    artifacts: artifacts.map((a) => ({
+      name: a.name,
+      mimeType: a.mimeType,
+      size: a.size,
+      sha256: a.sha256,
+      chunks: a.chunks,
+      completedAt: a.completedAt,
     })),
   };
 }
