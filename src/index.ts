@@ -19,6 +19,7 @@ export type {
 } from './tools/define.ts';
 export { NonRetryableError, StepFailedError, StepTimeoutError } from './tools/retry.ts';
 export type { MapOptions, RetryPolicy, StepOptions } from './tools/retry.ts';
+export type { ArtifactLink, ArtifactOptions, ArtifactSource } from './core/artifacts.ts';
 export { defineResource, defineResourceTemplate } from './resources/define.ts';
 export type {
   ResourceContents,

@@ -301,7 +301,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
     expect((await initialize(a.url, '2024-01-01')).result.protocolVersion).toBe('2025-11-25');
   });
 
-  it('resources/subscribe: a URI over 2,048 characters or with a NUL is -32602; a server without resources has no such method', async () => {
+  it('resources/subscribe: a URI over 2,048 characters or with a NUL is -32602; a server without resources of its own serves its artifacts', async () => {
     const { sessionId } = await initialize(a.url, '2025-11-25');
     const headers = legacyHeaders({ sessionId });
     for (const uri of ['test://' + 'x'.repeat(9_000), 'test://a\u0000b']) {
@@ -315,12 +315,15 @@ describe('the 2025-11-25 era on the same endpoint', () => {
     const bare = await startTestProcess({ databaseUrl: tdb.url, tools: TOOLS, role: 'server' });
     try {
       const session = await initialize(bare.url, '2025-11-25');
-      const reply = await post(
+      // The template of tasks' artifacts is always registered: the resources methods are there.
+      const templates = await post(
         bare.url,
-        { jsonrpc: '2.0', id: 4, method: 'resources/subscribe', params: { uri: 'test://watched' } },
+        { jsonrpc: '2.0', id: 4, method: 'resources/templates/list', params: {} },
         legacyHeaders({ sessionId: session.sessionId }),
       );
-      expect(reply.body).toMatchObject({ error: { code: -32601 } });
+      expect(templates.body).toMatchObject({
+        result: { resourceTemplates: [{ uriTemplate: 'tasks://{taskId}/artifacts/{name}' }] },
+      });
     } finally {
       await bare.stop();
     }

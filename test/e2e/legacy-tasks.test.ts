@@ -92,6 +92,18 @@ describe('2025-11-25 tasks on the durable store', () => {
     expect(seen.some((m) => m.type === 'error')).toBe(false);
   });
 
+  it('export_csv: tasks/result carries the resource_link, and resources/read returns the artifact at 2025-11-25', async () => {
+    const seen = await stream('export_csv', { megabytes: 1 });
+    const result = seen.find((m) => m.type === 'result') as
+      { result: { content: Array<Record<string, unknown>> } } | undefined;
+    const link = result?.result.content[1];
+    expect(link).toMatchObject({ type: 'resource_link', name: 'export.csv', size: expect.any(Number) });
+    const read = await client.readResource({ uri: link!.uri as string });
+    const text = (read.contents[0] as { text: string }).text;
+    expect(Buffer.byteLength(text)).toBe(link!.size);
+    expect(text.startsWith('id,sku,quantity,price_cents\n0,SKU-0,0,0\n')).toBe(true);
+  });
+
   it('asks for input through tasks/result: confirm_action completes once the client answers', async () => {
     const before = elicitations;
     const seen = await stream('confirm_action', { action: 'deploy' });

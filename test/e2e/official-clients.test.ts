@@ -23,6 +23,7 @@ import {
 import { DetailedTaskV2Schema } from '@modelcontextprotocol/ext-tasks/core/v2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ServerProcess } from '../../src/process/start.ts';
+import { exportRows } from '../../src/tools/shipped/export-csv.ts';
 import { expectedAnalysis } from '../helpers/analysis.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { extTasksPort, recordingInputHandler, type Elicited } from '../helpers/ext-tasks.ts';
@@ -224,6 +225,7 @@ describe('@modelcontextprotocol/client (SDK Client, pinned to 2026-07-28)', () =
         'echo',
         'approved_export',
         'checksum_shards',
+        'export_csv',
       ]);
       expect(tools.find((t) => t.name === 'analyze_numbers')?.inputSchema).toMatchObject({
         type: 'object',
@@ -462,6 +464,43 @@ describe('@modelcontextprotocol/ext-tasks (withTasks over a fetch port)', () => 
     expectCleanWire(log, errors);
   });
 
+  it('runs export_csv to a resource_link; the SDK Client reads the artifact back with resources/read', async () => {
+    const { session, log, errors } = openSession();
+    let uri: string;
+    try {
+      const ex = await session.callTool('export_csv', { megabytes: 2 });
+      expect(ex.kind).toBe('task');
+      const { outcome } = await ex.settle();
+      expect(outcome.status).toBe('completed');
+      const result = resultFromTaskOutcome(outcome) as { content: Array<Record<string, unknown>> };
+      const link = result.content[1]!;
+      expect(link).toMatchObject({
+        type: 'resource_link',
+        name: 'export.csv',
+        mimeType: 'text/csv; charset=utf-8',
+      });
+      uri = link.uri as string;
+    } finally {
+      await session.close();
+    }
+    expectCleanWire(log, errors);
+    const reader = new Client(
+      { name: 'e2e-sdk-reader', version: '1.0.0' },
+      {
+        versionNegotiation: { mode: { pin: PROTOCOL_VERSION } },
+      },
+    );
+    try {
+      await reader.connect(new StreamableHTTPClientTransport(new URL(rt.url)));
+      const { resourceTemplates } = await reader.listResourceTemplates();
+      expect(resourceTemplates.map((t) => t.uriTemplate)).toContain('tasks://{taskId}/artifacts/{name}');
+      const read = await reader.readResource({ uri });
+      expect((read.contents[0] as { text: string }).text).toBe(await exportText(2));
+    } finally {
+      await reader.close();
+    }
+  });
+
   it('runs analyze_numbers as a task and returns exactly the expected analysis', async () => {
     const { session, log, errors } = openSession();
     try {
@@ -486,3 +525,10 @@ describe('@modelcontextprotocol/ext-tasks (withTasks over a fetch port)', () => 
     expect(log.validated).toEqual(expect.arrayContaining(['tools/list', 'tools/call', 'tasks/get']));
   });
 });
+
+/** export_csv's CSV of `megabytes` MiB, as the tool writes it. */
+async function exportText(megabytes: number): Promise<string> {
+  let text = '';
+  for await (const page of exportRows(megabytes)) text += page;
+  return text;
+}

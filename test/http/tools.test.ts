@@ -42,6 +42,7 @@ describe('tools/list', () => {
       'echo',
       'approved_export',
       'checksum_shards',
+      'export_csv',
       'sync_sleeper',
     ]);
     expect(first).toMatchObject({ resultType: 'complete', cacheScope: 'public' });

@@ -111,20 +111,24 @@ describe('transport hardening', () => {
     expect((await server.mcp.getTask(taskId)).status).toBe('input_required');
   });
 
-  it('fails a task whose result exceeds the stored-result limit, with a clear error', async () => {
+  it('stores a result over the stored-result limit as an artifact: the task completes with a link to it', async () => {
     const small = await server.mcp.callTool('big_result', { n: 100 });
     const big = await server.mcp.callTool('big_result', { n: 10_000 });
     const wait = async (taskId: string) => {
       await waitFor(async () => (await statusOf(taskId)) !== 'working', { what: `task ${taskId} ending` });
       return server.mcp.getTask(taskId);
     };
-    expect((await wait(small.taskId)).status).toBe('completed');
-    const failed = await wait(big.taskId);
-    expect(failed).toMatchObject({
-      status: 'failed',
-      statusMessage: 'Tool execution failed: result too large',
-    });
-    expect(failed.error.message).toMatch(/exceeds the limit of 5000 bytes/);
+    const kept = await wait(small.taskId);
+    expect(kept.status).toBe('completed');
+    expect(kept.result.content).toEqual([{ type: 'text', text: 'x'.repeat(100) }]);
+    const spilled = await wait(big.taskId);
+    expect(spilled.status).toBe('completed');
+    expect(spilled.result.content[0].text).toMatch(
+      /The result \(\d+ bytes\) is larger than .* \(MAX_RESULT_BYTES, 5000\)/,
+    );
+    expect(spilled.result.content[1]).toMatchObject({ type: 'resource_link', name: 'tool-result.json' });
+    const stored = await fetch(spilled.result.content[1]._meta['dev.durable-mcp-tasks/downloadUrl']);
+    expect(await stored.json()).toEqual({ content: [{ type: 'text', text: 'x'.repeat(10_000) }] });
   });
 
   it('answers tasks/get polled faster than the task’s pollIntervalMs with 429 and Retry-After', async () => {

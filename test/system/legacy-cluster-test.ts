@@ -89,6 +89,7 @@ try {
         echo: 'forbidden',
         approved_export: 'required',
         checksum_shards: 'required',
+        export_csv: 'required',
       },
       'taskSupport',
     );
