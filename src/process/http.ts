@@ -194,6 +194,9 @@ export async function serveMcp(parts: McpEndpointParts, cleanups: CleanupStack):
   return { app, server, url };
 }
 
+/** How long the server keeps an idle keep-alive connection open (see listen). */
+export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+
 /**
  * Binds an HTTP server; a port that cannot be bound (taken, or not allowed) is one clear error naming the
  * setting, not an unhandled 'error' event.
@@ -213,6 +216,10 @@ export function listen(
       requestTimeout: requestTimeoutMs,
       headersTimeout: Math.min(10_000, requestTimeoutMs),
       connectionsCheckingInterval: 1_000,
+      // An idle keep-alive connection stays open longer than the clients and proxies in front keep theirs
+      // (nginx's upstream keepalive_timeout is 60 s, load balancers' idle timeouts 60 s): the side that
+      // closes an idle connection must be the client's, or a request it sends just then meets a reset.
+      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     };
     const server = serve({ fetch, hostname, port, serverOptions }, (info) => {
       server.off('error', refused);
