@@ -45,7 +45,7 @@ export interface LegDeps {
   statusThrottleMs: number;
   /** A tool's retry policy where it sets none (TASK_RETRY_LIMIT, TASK_RETRY_DELAY_SECONDS). */
   retryDefaults: Omit<ResolvedRetry, 'retryIf'>;
-  /** A result larger than this (as JSON) is not stored; the task fails instead. */
+  /** A result larger than this (as JSON) is stored as the artifact tool-result.json, the result linking to it. */
   maxResultBytes?: number | undefined;
   /** A task that records more steps fails (MAX_STEPS_PER_TASK); unlimited when undefined. */
   maxStepsPerTask?: number | undefined;

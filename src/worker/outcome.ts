@@ -97,7 +97,11 @@ export function classify(
   };
 }
 
-/** What a handler's result means: completed, or failed when it cannot be stored or is over the limit. */
+/**
+ * What a handler's result means: completed, or failed when it cannot be stored or is still over the limit
+ * (a result is spilled to an artifact first, see result-spill.ts: only a limit too small for the link's
+ * own text leaves it over).
+ */
 export function completion(
   result: CallToolResult,
   statusMessage: string | undefined,
