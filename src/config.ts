@@ -165,6 +165,9 @@ const ConfigSchema = z.object({
   MAX_STEP_BYTES: intFromEnv(1_048_576, 1).describe(
     'A step whose value is larger than this (as JSON) fails its task with -32603 naming the step: write large outputs with ctx.artifact.',
   ),
+  MAX_ARTIFACT_BYTES: intFromEnv(17_179_869_184, 1).describe(
+    'The largest artifact one ctx.artifact may write (16 GiB): past it the task fails with -32603 naming the artifact, and what it wrote is swept.',
+  ),
   ARTIFACT_READ_MAX_BYTES: intFromEnv(8_388_608, 1).describe(
     'The largest artifact resources/read returns inline (text, or base64 blob); a larger one gets -32602 pointing to its HTTP download.',
   ),

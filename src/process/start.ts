@@ -234,6 +234,7 @@ function startWorkers(
     retryDelaySeconds: config.TASK_RETRY_DELAY_SECONDS,
     maxResultBytes: config.MAX_RESULT_BYTES,
     maxStepBytes: config.MAX_STEP_BYTES,
+    maxArtifactBytes: config.MAX_ARTIFACT_BYTES,
     maxStepsPerTask: config.MAX_STEPS_PER_TASK,
     shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
     sweepIntervalMs: config.SWEEP_INTERVAL_MS,

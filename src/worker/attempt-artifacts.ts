@@ -13,6 +13,7 @@ import {
   type ArtifactOptions,
   type ArtifactSource,
 } from '../core/artifacts.ts';
+import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { Database } from '../db/database.ts';
 import { beginArtifact, completeArtifact, writeArtifactChunk } from '../tasks/store/artifact-writes.ts';
@@ -30,8 +31,20 @@ export interface ArtifactWriterOptions {
   recorded: <T>(name: string, record: (position: number) => Promise<T>) => Promise<T>;
   /** An artifact's HTTP download URL. */
   artifactUrl: (taskId: string, name: string) => string;
+  /** MAX_ARTIFACT_BYTES: a larger artifact fails the task (ArtifactTooLargeError); unlimited when undefined. */
+  maxBytes?: number | undefined;
   metrics?: Metrics | undefined;
   chunkBytes?: number | undefined;
+}
+
+/** An artifact grew past MAX_ARTIFACT_BYTES: the task fails at once with this (a retry would do the same). */
+export class ArtifactTooLargeError extends ProtocolError {
+  constructor(name: string, maxBytes: number) {
+    super(
+      ProtocolErrorCode.InternalError,
+      `artifact "${name}" is larger than MAX_ARTIFACT_BYTES (${maxBytes} bytes): what it wrote is discarded`,
+    );
+  }
 }
 
 /** `ctx.artifact` of one attempt. */
@@ -80,6 +93,9 @@ export async function writeArtifact(
   for await (const chunk of rechunk(a.source, chunkSize)) {
     await writing;
     signal.throwIfAborted();
+    if (opts.maxBytes !== undefined && size + chunk.length > opts.maxBytes) {
+      throw new ArtifactTooLargeError(a.name, opts.maxBytes);
+    }
     hash.update(chunk);
     size += chunk.length;
     writing = writeArtifactChunk(db, { ...fence, artifactId, seq: seq++, data: chunk }).catch(infra);

@@ -49,6 +49,8 @@ export interface AttemptBackendOptions {
   artifactUrl: (taskId: string, name: string) => string;
   /** A step whose value is larger (as JSON) fails the task (MAX_STEP_BYTES). */
   maxStepBytes?: number | undefined;
+  /** An artifact that grows larger fails the task (MAX_ARTIFACT_BYTES). */
+  maxArtifactBytes?: number | undefined;
   metrics?: Metrics | undefined;
   /** Writes a checkpoint (the pool batches its legs' checkpoints). */
   saveStep: (step: StepRecord) => Promise<unknown>;
@@ -95,6 +97,7 @@ export function createAttemptBackend(opts: AttemptBackendOptions): AttemptBacken
     signal,
     recorded,
     artifactUrl: opts.artifactUrl,
+    maxBytes: opts.maxArtifactBytes,
     metrics: opts.metrics,
   });
   const { map } = createMapRunner({

@@ -62,6 +62,8 @@ export interface LegDeps {
   artifactUrl: (taskId: string, name: string) => string;
   /** A step whose value is larger (as JSON) fails the task (MAX_STEP_BYTES); unlimited when undefined. */
   maxStepBytes?: number | undefined;
+  /** An artifact that grows larger fails its task (MAX_ARTIFACT_BYTES); unlimited when undefined. */
+  maxArtifactBytes?: number | undefined;
   /** Map items' parents, read once per worker (see map-item.ts). */
   maps: MapItemCache;
   /** The pool's batched writes (see coalesce.ts). */
@@ -203,6 +205,7 @@ function backendFor(
     signalUrl: deps.signalUrl,
     artifactUrl: deps.artifactUrl,
     maxStepBytes: deps.maxStepBytes,
+    maxArtifactBytes: deps.maxArtifactBytes,
     metrics: deps.metrics,
     queue: deps.queue,
     mapItem,
@@ -216,6 +219,7 @@ const artifactDeps = (deps: LegDeps, task: ClaimedTask, signal: AbortSignal) => 
   task,
   signal,
   artifactUrl: deps.artifactUrl,
+  maxBytes: deps.maxArtifactBytes,
   metrics: deps.metrics,
 });
 

@@ -51,6 +51,8 @@ export interface WorkerPoolOptions {
   maxResultBytes?: number;
   /** MAX_STEP_BYTES: a step whose value is larger (as JSON) fails its task. */
   maxStepBytes?: number | undefined;
+  /** MAX_ARTIFACT_BYTES: an artifact that grows larger fails its task. */
+  maxArtifactBytes?: number | undefined;
   /** MAX_STEPS_PER_TASK: a task recording more steps fails. */
   maxStepsPerTask?: number | undefined;
   sweepIntervalMs?: number;
@@ -253,6 +255,7 @@ function legDepsOf(
     maxResultBytes: opts.maxResultBytes,
     maxStepsPerTask: opts.maxStepsPerTask,
     maxStepBytes: opts.maxStepBytes,
+    maxArtifactBytes: opts.maxArtifactBytes,
     signalUrl: opts.signalUrl ?? ((token) => `/signals/${token}`),
     artifactUrl: opts.artifactUrl ?? ((taskId, name) => artifactPath(MCP_PATH, taskId, name)),
     running,

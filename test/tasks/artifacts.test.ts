@@ -77,6 +77,20 @@ const shortLived = defineTool({
   },
 });
 
+/** An artifact past MAX_ARTIFACT_BYTES (16 MiB here). */
+const tooBig = defineTool({
+  name: 'too_big',
+  description: 'writes 17 MiB into one artifact (test tool)',
+  inputSchema: z.object({}),
+  taskSupport: 'required',
+  async handler(_args, ctx) {
+    async function* mebibytes() {
+      for (let i = 0; i < 17; i++) yield new Uint8Array(MIB);
+    }
+    return { content: [await ctx.artifact('huge.bin', mebibytes())] };
+  },
+});
+
 /** Artifacts need a task: a synchronous call gets a clear error. */
 const syncArtifact = defineTool({
   name: 'sync_artifact',
@@ -90,11 +104,12 @@ const syncArtifact = defineTool({
 
 const PRINCIPALS = ['alice', 'bob'] as const;
 const server = useTestServer({
-  tools: [...SHIPPED_TOOLS, bigResult, bigStep, crashMidArtifact, shortLived, syncArtifact],
+  tools: [...SHIPPED_TOOLS, bigResult, bigStep, crashMidArtifact, shortLived, tooBig, syncArtifact],
   env: {
     AUTH_MODE: 'bearer',
     AUTH_TOKENS: PRINCIPALS.map((p) => `${p}=${hashToken(`${p}-token`)}`).join(','),
     ARTIFACT_READ_MAX_BYTES: String(4 * MIB),
+    MAX_ARTIFACT_BYTES: String(16 * MIB),
     TASK_PURGE_GRACE_MS: '0',
   },
 });
@@ -268,6 +283,17 @@ describe('artifacts', () => {
     expect(task.status).toBe('failed');
     expect(task.error.message).toMatch(/step "load-rows" returned \d+ bytes, over MAX_STEP_BYTES/);
     expect(task.error.message).toContain('ctx.artifact');
+  });
+
+  it('fails a task whose artifact grows past MAX_ARTIFACT_BYTES, naming it; the sweeper deletes what it wrote', async () => {
+    const task = await finished('too_big');
+    expect(task.status).toBe('failed');
+    expect(task.error.message).toBe(
+      `artifact "huge.bin" is larger than MAX_ARTIFACT_BYTES (${16 * MIB} bytes): what it wrote is discarded`,
+    );
+    expect(await artifactRows(task.taskId)).toEqual([{ name: 'huge.bin', state: 'writing', chunks: 16 }]);
+    await server.rt.workers!.sweep();
+    expect(await artifactRows(task.taskId)).toEqual([]);
   });
 
   it('an attempt that dies mid-artifact leaves nothing visible; the retry writes it whole, once', async () => {
