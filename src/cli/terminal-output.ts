@@ -1,4 +1,6 @@
 // What `durable-mcp-tasks call` shows: a status line (a progress bar on a terminal), and the result.
+import { DOWNLOAD_URL_META } from '../core/artifacts.ts';
+import { formatBytes } from '../core/bytes.ts';
 type Json = Record<string, unknown>;
 
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -62,13 +64,30 @@ export function describeStatus(
     .join('  ');
 }
 
-/** The text of a CallToolResult's content, one block per line; other blocks as JSON. */
+/**
+ * The text of a CallToolResult's content, one block per line: a link as its name, type, size and where to
+ * get it (an artifact's download URL); other blocks as JSON.
+ */
 export function resultText(result: Json): string {
   const content = Array.isArray(result.content) ? result.content.filter(isObject) : [];
-  const lines = content.map((block) =>
-    block.type === 'text' && typeof block.text === 'string' ? block.text : JSON.stringify(block),
-  );
+  const lines = content.map((block) => {
+    if (block.type === 'text' && typeof block.text === 'string') return block.text;
+    if (block.type === 'resource_link' && typeof block.uri === 'string') return linkLine(block);
+    return JSON.stringify(block);
+  });
   if (lines.length === 0 && result.structuredContent !== undefined)
     lines.push(JSON.stringify(result.structuredContent));
   return lines.join('\n');
+}
+
+/** `export.csv (text/csv, 2.0 MiB): <download URL, else the URI>`. */
+function linkLine(link: Json): string {
+  const meta = isObject(link._meta) ? link._meta : {};
+  const url = typeof meta[DOWNLOAD_URL_META] === 'string' ? meta[DOWNLOAD_URL_META] : link.uri;
+  const about = [
+    typeof link.mimeType === 'string' ? link.mimeType : undefined,
+    typeof link.size === 'number' ? formatBytes(link.size) : undefined,
+  ].filter((p) => p !== undefined);
+  const name = typeof link.name === 'string' ? link.name : 'link';
+  return `${name}${about.length > 0 ? ` (${about.join(', ')})` : ''}: ${String(url)}`;
 }

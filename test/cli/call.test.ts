@@ -37,6 +37,17 @@ describe('call, without a terminal', () => {
     expect(run.stderr).toContain('completed: chunk 3/3');
   });
 
+  it('prints an artifact link as its name, type, size and download URL', async () => {
+    const run = await call(['export_csv', '--arg', 'megabytes=1', ...url()]);
+    expect(run.code, run.stderr).toBe(0);
+    const origin = new URL(server.rt.url).origin;
+    expect(run.stdout).toMatch(
+      new RegExp(
+        `^Exported \\d+ bytes to export.csv\nexport.csv \\(text/csv; charset=utf-8, 1\\.0 MiB\\): ${origin}/mcp/artifacts/[\\w-]+/export.csv\n$`,
+      ),
+    );
+  });
+
   it('keeps a string argument a string (the schema says so) and prints JSON with --json', async () => {
     const run = await call(['echo', '--arg', 'text=42', '--json', ...url()]);
     expect(run.code, run.stderr).toBe(0);
