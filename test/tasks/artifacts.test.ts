@@ -5,7 +5,7 @@
  * MAX_STEP_BYTES fails naming the step; an attempt that dies midway leaves nothing visible; the TTL purge
  * takes the artifacts and their chunks.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -91,6 +91,21 @@ const tooBig = defineTool({
   },
 });
 
+/** Bytes that are not text: every byte value, in no order (3 MiB and a bit, across chunk boundaries). */
+const RANDOM_BYTES = randomBytes(3 * MIB + 123);
+const binaryArtifact = defineTool({
+  name: 'binary_artifact',
+  description: 'writes random bytes, in odd-sized pieces (test tool)',
+  inputSchema: z.object({}),
+  taskSupport: 'required',
+  async handler(_args, ctx) {
+    async function* pieces() {
+      for (let at = 0; at < RANDOM_BYTES.length; at += 77_777) yield RANDOM_BYTES.subarray(at, at + 77_777);
+    }
+    return { content: [await ctx.artifact('random.bin', pieces())] };
+  },
+});
+
 /** Artifacts need a task: a synchronous call gets a clear error. */
 const syncArtifact = defineTool({
   name: 'sync_artifact',
@@ -104,7 +119,16 @@ const syncArtifact = defineTool({
 
 const PRINCIPALS = ['alice', 'bob'] as const;
 const server = useTestServer({
-  tools: [...SHIPPED_TOOLS, bigResult, bigStep, crashMidArtifact, shortLived, tooBig, syncArtifact],
+  tools: [
+    ...SHIPPED_TOOLS,
+    bigResult,
+    bigStep,
+    crashMidArtifact,
+    shortLived,
+    tooBig,
+    binaryArtifact,
+    syncArtifact,
+  ],
   env: {
     AUTH_MODE: 'bearer',
     AUTH_TOKENS: PRINCIPALS.map((p) => `${p}=${hashToken(`${p}-token`)}`).join(','),
@@ -227,6 +251,24 @@ describe('artifacts', () => {
     expect(metrics).toMatch(/durable_mcp_artifact_written_bytes_total [1-9]/);
     expect(metrics).toMatch(/durable_mcp_artifact_read_bytes_total\{via="download"\} [1-9]/);
     expect(metrics).toMatch(/durable_mcp_artifact_bytes [1-9]/);
+  });
+
+  it('returns binary bytes exactly: the download, a range across chunks, and resources/read as a base64 blob', async () => {
+    const task = await finished('binary_artifact');
+    const link = task.result.content[0];
+    expect(link).toMatchObject({ mimeType: 'application/octet-stream', size: RANDOM_BYTES.length });
+    expect(link._meta['dev.durable-mcp-tasks/sha256']).toBe(sha256(RANDOM_BYTES));
+    const url = link._meta['dev.durable-mcp-tasks/downloadUrl'];
+    const whole = Buffer.from(await (await download(url, 'alice')).arrayBuffer());
+    expect(whole.equals(RANDOM_BYTES)).toBe(true);
+    const start = 2 * MIB - 1_000;
+    const part = await download(url, 'alice', { range: `bytes=${start}-${start + 1_499_999}` });
+    expect(
+      Buffer.from(await part.arrayBuffer()).equals(RANDOM_BYTES.subarray(start, start + 1_500_000)),
+    ).toBe(true);
+    const read = await server.mcp.result('resources/read', { uri: link.uri }, as('alice'));
+    expect(read.contents[0].text).toBeUndefined();
+    expect(Buffer.from(read.contents[0].blob, 'base64').equals(RANDOM_BYTES)).toBe(true);
   });
 
   it("bob cannot read alice's artifact by any path: resources/read, download, HEAD, or guessing names", async () => {
