@@ -16,16 +16,22 @@ const SERVER_ENV = (db: ScratchDb): Record<string, string> => ({
 /** As the image and `npm start`/`npm run server|worker` run node (see the Dockerfile). */
 const NODE_FLAGS = ['--max-semi-space-size=8'];
 
-export const server = (db: ScratchDb, env: Record<string, string> = {}, nodeArgs: string[] = []) =>
+/** `args`: more of the command line, e.g. `--tools <module>` (the worker must be given the same). */
+export const server = (
+  db: ScratchDb,
+  env: Record<string, string> = {},
+  nodeArgs: string[] = [],
+  args: string[] = [],
+) =>
   startProc(
-    ['src/cli/main.ts', 'server'],
+    ['src/cli/main.ts', 'server', ...args],
     { ...SERVER_ENV(db), ...env },
     { nodeArgs: [...NODE_FLAGS, ...nodeArgs] },
   );
 
-export const worker = (db: ScratchDb, env: Record<string, string> = {}) =>
+export const worker = (db: ScratchDb, env: Record<string, string> = {}, args: string[] = []) =>
   startProc(
-    ['src/cli/main.ts', 'worker'],
+    ['src/cli/main.ts', 'worker', ...args],
     { ...SERVER_ENV(db), ...env },
     { ready: 'none', nodeArgs: NODE_FLAGS },
   );
