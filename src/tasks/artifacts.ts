@@ -2,16 +2,9 @@ import type { Kysely } from 'kysely';
 import { artifactNameProblem } from '../core/artifacts.ts';
 import type { Database } from '../db/database.ts';
 import { isWellFormedTaskId } from './ids.ts';
-import {
-  artifactBytes,
-  findArtifact,
-  listArtifacts,
-  type ArtifactInfo,
-  type ChunkPool,
-} from './store/artifact-reads.ts';
+import { artifactBytes, findArtifact, type ArtifactInfo, type ChunkPool } from './store/artifact-reads.ts';
 
 export type { ArtifactInfo };
-export { ArtifactGoneError } from './store/artifact-reads.ts';
 
 /**
  * Reading tasks' artifacts back, for `resources/read` and the HTTP download: only the task's principal
@@ -38,10 +31,5 @@ export class ArtifactReader {
   /** Bytes `start` … `end` (inclusive), a chunk at a time. */
   bytes(info: ArtifactInfo, start?: number, end?: number): AsyncGenerator<Buffer> {
     return artifactBytes(this.#pool, info, start, end);
-  }
-
-  /** A task's complete artifacts (the operator's view). */
-  list(taskId: string): Promise<ArtifactInfo[]> {
-    return listArtifacts(this.#db, taskId);
   }
 }

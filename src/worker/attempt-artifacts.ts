@@ -135,26 +135,20 @@ async function* rechunk(source: ArtifactSource, size: number): AsyncGenerator<Bu
   let held = 0;
   for await (const item of itemsOf(source)) {
     // A string that fits is encoded in place; only one that spans two chunks becomes a buffer first.
-    if (typeof item === 'string' && Buffer.byteLength(item, 'utf8') <= size - held) {
-      held += buffers[turn]!.write(item, held, 'utf8');
-    } else {
-      const piece = asBuffer(item);
-      let offset = 0;
-      while (offset < piece.length) {
-        const copied = piece.copy(buffers[turn]!, held, offset, Math.min(piece.length, offset + size - held));
-        held += copied;
-        offset += copied;
-        if (held === size) {
-          yield buffers[turn]!;
-          turn = 1 - turn;
-          held = 0;
-        }
+    const fits = typeof item === 'string' && Buffer.byteLength(item, 'utf8') <= size - held;
+    const piece = fits ? undefined : asBuffer(item);
+    if (fits) held += buffers[turn]!.write(item, held, 'utf8');
+    let offset = 0;
+    for (;;) {
+      if (held === size) {
+        yield buffers[turn]!;
+        turn = 1 - turn;
+        held = 0;
       }
-    }
-    if (held === size) {
-      yield buffers[turn]!;
-      turn = 1 - turn;
-      held = 0;
+      if (piece === undefined || offset === piece.length) break;
+      const copied = piece.copy(buffers[turn]!, held, offset, Math.min(piece.length, offset + size - held));
+      held += copied;
+      offset += copied;
     }
   }
   if (held > 0) yield buffers[turn]!.subarray(0, held);
