@@ -6,7 +6,7 @@ import { ProtocolErrorCode } from '../core/errors.ts';
 import { MCP_PATH, PROTOCOL_VERSION } from '../core/wire.ts';
 import { authMiddleware, type AuthEnv, type AuthMiddlewareOptions } from './auth/middleware.ts';
 import { artifactRoutes, type ArtifactRoutesOptions } from './artifacts.ts';
-import { dashboardRoutes, type DashboardOptions } from './dashboard.ts';
+import { dashboardRoutes, type DashboardOptions } from './dashboard/routes.ts';
 import { operationalRoutes, type OperationalOptions } from './health.ts';
 import { jsonDepth } from '../protocol/envelope.ts';
 import { signalRoutes, type SignalRoutesOptions } from './signals.ts';

@@ -1,0 +1,152 @@
+// The task list: counts by status, the activity charts, the filter form and the newest tasks.
+import type { Context } from 'hono';
+import { html } from 'hono/html';
+import { TASK_STATUSES } from '../../core/wire.ts';
+import { ACTIVE_STATUSES, TERMINAL_STATUSES } from '../../tasks/status.ts';
+import type { ActivityMinute, AdminTask, AdminTaskFilter } from '../../tasks/store/admin.ts';
+import type { readStoreStats } from '../../tasks/store/stats.ts';
+import { backlogChart, throughputChart } from './charts.ts';
+import { ago, badge, BASE, iso, LIST_TEXT_CHARS, truncate, type Html } from './format.ts';
+import { layout } from './layout.ts';
+
+const AGES: Record<string, number> = {
+  '15m': 15 * 60_000,
+  '1h': 3_600_000,
+  '24h': 86_400_000,
+  '7d': 604_800_000,
+};
+
+interface ListQuery {
+  status: string[];
+  tool: string;
+  principal: string;
+  age: string;
+}
+
+export function filterOf(c: Context): AdminTaskFilter & { query: ListQuery } {
+  const status = (c.req.queries('status') ?? []).filter((s) =>
+    (TASK_STATUSES as readonly string[]).includes(s),
+  );
+  const tool = c.req.query('tool')?.trim() ?? '';
+  const principal = c.req.query('principal')?.trim() ?? '';
+  const age = c.req.query('age') ?? '';
+  return {
+    status,
+    tool: tool === '' ? undefined : tool,
+    principal: principal === '' ? undefined : principal,
+    newerThanMs: AGES[age],
+    limit: 200,
+    query: { status, tool, principal, age: AGES[age] === undefined ? '' : age },
+  };
+}
+
+export interface ListPage {
+  tasks: AdminTask[];
+  stats: Awaited<ReturnType<typeof readStoreStats>>;
+  activity: ActivityMinute[];
+  filter: { query: ListQuery };
+  tools: readonly string[];
+  csrf: string;
+}
+
+export function listPage({ tasks, stats, activity, filter, tools, csrf }: ListPage): Html {
+  const q = filter.query;
+  const cards = [...ACTIVE_STATUSES, ...TERMINAL_STATUSES].map(
+    (s) =>
+      html`<a class="card ${s}" href="${BASE}?status=${s}"
+        ><span class="n">${stats.tasksByStatus[s] ?? 0}</span><span>${s.replace('_', ' ')}</span></a
+      >`,
+  );
+  const body = html` <section class="cards">
+      ${cards}
+      <div class="card queue"><span class="n">${stats.runsWaiting}</span><span>runs waiting</span></div>
+      <div class="card queue">
+        <span class="n">${stats.oldestWaitingRunSeconds.toFixed(1)} s</span><span>oldest waiting run</span>
+      </div>
+      <div class="card queue">
+        <span class="n">${stats.expiredNotSwept}</span><span>expired, not swept</span>
+      </div>
+    </section>
+    <section class="charts">
+      <figure>
+        <figcaption>
+          Throughput, last 60 min: <span class="k created">created</span> and
+          <span class="k finished">finished</span> per minute
+        </figcaption>
+        ${throughputChart(activity)}
+      </figure>
+      <figure>
+        <figcaption>Backlog: tasks working or waiting for input, end of each minute</figcaption>
+        ${backlogChart(activity)}
+      </figure>
+    </section>
+    <form class="filters" method="get" action="${BASE}">
+      <fieldset>
+        <legend>Status</legend>
+        ${TASK_STATUSES.map(
+          (s) =>
+            html`<label
+              ><input type="checkbox" name="status" value="${s}" ${q.status.includes(s) ? 'checked' : ''} />
+              ${s.replace('_', ' ')}</label
+            >`,
+        )}
+      </fieldset>
+      <label
+        >Tool
+        <select name="tool">
+          <option value="">any</option>
+          ${tools.map((t) => html`<option value="${t}" ${q.tool === t ? 'selected' : ''}>${t}</option>`)}
+        </select></label
+      >
+      <label>Principal <input name="principal" value="${q.principal}" placeholder="any" /></label>
+      <label
+        >Created
+        <select name="age">
+          <option value="">any time</option>
+          ${Object.keys(AGES).map((a) => html`<option value="${a}" ${q.age === a ? 'selected' : ''}>last ${a}</option>`)}
+        </select></label
+      >
+      <button>Filter</button> <a href="${BASE}">Clear</a>
+    </form>
+    <table class="tasks">
+      <thead>
+        <tr>
+          <th>Task</th>
+          <th>Tool</th>
+          <th>Principal</th>
+          <th>Status</th>
+          <th>Message</th>
+          <th>Created</th>
+          <th>Updated</th>
+          <th>Attempt</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${
+          tasks.length === 0
+            ? html`<tr>
+                <td colspan="8" class="empty">No tasks match.</td>
+              </tr>`
+            : tasks.map(
+                (t) =>
+                  html`<tr data-task-id="${t.taskId}" data-status="${t.status}">
+                    <td>
+                      <a class="id" href="${BASE}/tasks/${encodeURIComponent(t.taskId)}">${t.taskId}</a>
+                    </td>
+                    <td>${t.toolName}</td>
+                    <td>${t.principal}</td>
+                    <td>${badge(t.status)}</td>
+                    <td class="msg">${truncate(t.statusMessage ?? '', LIST_TEXT_CHARS)}</td>
+                    <td title="${iso(t.createdAt)}">${ago(t.createdAt)}</td>
+                    <td title="${iso(t.lastUpdatedAt)}">${ago(t.lastUpdatedAt)}</td>
+                    <td>
+                      ${t.attempt}${t.failures > 0 ? html` <span class="muted">(${t.failures} crashed)</span>` : ''}
+                    </td>
+                  </tr>`,
+              )
+        }
+      </tbody>
+    </table>
+    <p class="muted">${tasks.length} shown, newest first (at most 200).</p>`;
+  return layout('Tasks', body, csrf);
+}
