@@ -244,6 +244,89 @@ describe('the dashboard in Chromium, through nginx in front of two instances', (
   }, 60_000);
 });
 
+/** A new browser page, signed in (as `name`, when given). */
+async function signedIn(name?: string): Promise<Page> {
+  const { page } = await newPage();
+  await page.goto(`${base}/dashboard/login`);
+  await page.fill('input[name=token]', TOKEN);
+  if (name !== undefined) await page.fill('input[name=operator]', name);
+  await page.click('button');
+  expect(new URL(page.url()).pathname).toBe('/dashboard');
+  return page;
+}
+
+describe('the charts', () => {
+  /** A chart's time-axis ticks (label and the instant it marks), its y-axis maximum and its bars. */
+  const chartOf = async (page: Page, chart: 'throughput' | 'backlog') => {
+    const svg = page.locator(`svg.chart.${chart}`);
+    const ticks = await svg
+      .locator('text.x-tick')
+      .evaluateAll((ts) =>
+        ts.map((t) => ({ label: t.textContent ?? '', at: Date.parse(String(t.getAttribute('data-t'))) })),
+      );
+    const titles = await svg.locator('rect title').allTextContents();
+    return {
+      minutes: Number(await svg.getAttribute('data-minutes')),
+      ticks,
+      yMax: Number(await svg.locator('text.y-max').textContent()),
+      bars: titles.map((t) => Number(/: (\d+) (?:created|finished)$/.exec(t)![1])),
+    };
+  };
+  const expectAxis = (ticks: { label: string; at: number }[], everyMinutes: number) => {
+    expect(ticks.length).toBeGreaterThanOrEqual(3);
+    for (const [i, t] of ticks.entries()) {
+      expect(t.label).toBe(new Date(t.at).toISOString().slice(11, 16)); // HH:MM, UTC
+      expect(t.at % (everyMinutes * 60_000)).toBe(0); // at round times
+      if (i > 0) expect(t.at - ticks[i - 1]!.at).toBe(everyMinutes * 60_000);
+    }
+  };
+
+  it('have a UTC time axis and a y-axis maximum, and the range links change their span', async () => {
+    const page = await signedIn();
+    const defaults = await chartOf(page, 'throughput');
+    expect(defaults.minutes).toBe(60);
+    expectAxis(defaults.ticks, 10);
+    expect(defaults.bars).toHaveLength(2 * 60); // created and finished, per minute
+    // The y axis says the tallest bar's count; this file's tasks were all created within the hour.
+    expect(defaults.yMax).toBe(Math.max(...defaults.bars));
+    expect(defaults.bars.filter((_, i) => i % 2 === 0).reduce((a, b) => a + b)).toBeGreaterThanOrEqual(6);
+    const backlog = await chartOf(page, 'backlog');
+    expectAxis(backlog.ticks, 10);
+    expect(backlog.yMax).toBeGreaterThanOrEqual(2); // at least the two running tasks
+    expect(await page.textContent('.charts figcaption')).toContain('last 1h');
+    expect(await page.getAttribute('nav.ranges a[aria-current]', 'href')).toContain('range=1h');
+
+    // Six hours: 5-minute buckets, a tick every hour.
+    await page.click('nav.ranges a:text-is("6h")');
+    expect(new URL(page.url()).searchParams.get('range')).toBe('6h');
+    const six = await chartOf(page, 'throughput');
+    expect(six.minutes).toBe(360);
+    expectAxis(six.ticks, 60);
+    expect(six.bars.length / 2).toBeGreaterThanOrEqual(72);
+    expect(six.bars.length / 2).toBeLessThanOrEqual(73);
+    expect(six.yMax).toBe(Math.max(...six.bars));
+    expectAxis((await chartOf(page, 'backlog')).ticks, 60);
+    expect(await page.textContent('.charts figcaption')).toContain('per 5 min');
+
+    // The filter form keeps the span, and the span links keep the filter.
+    await page.selectOption('select[name=tool]', 'confirm_action');
+    await page.click('form.filters button');
+    const url = new URL(page.url());
+    expect(url.searchParams.get('range')).toBe('6h');
+    expect(url.searchParams.get('tool')).toBe('confirm_action');
+    await page.click('nav.ranges a:text-is("24h")');
+    expect(new URL(page.url()).searchParams.get('tool')).toBe('confirm_action');
+    const day = await chartOf(page, 'throughput');
+    expect(day.minutes).toBe(1440);
+    expectAxis(day.ticks, 180);
+    expect(day.bars.length / 2).toBeLessThanOrEqual(97);
+    await page.click('nav.ranges a:text-is("15m")');
+    expectAxis((await chartOf(page, 'throughput')).ticks, 5);
+    await page.screenshot({ path: path.join(SHOTS, '8-charts-15m.png'), fullPage: true });
+    await page.context().close();
+  }, 60_000);
+});
+
 describe('the dashboard over plain HTTP', () => {
   const get = (p: string, headers: Record<string, string> = {}) =>
     fetch(`${base}${p}`, { headers, redirect: 'manual' });

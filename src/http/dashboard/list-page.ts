@@ -5,7 +5,7 @@ import { TASK_STATUSES } from '../../core/wire.ts';
 import { ACTIVE_STATUSES, TERMINAL_STATUSES } from '../../tasks/status.ts';
 import type { ActivityMinute, AdminTask, AdminTaskFilter } from '../../tasks/store/admin.ts';
 import type { readStoreStats } from '../../tasks/store/stats.ts';
-import { backlogChart, throughputChart } from './charts.ts';
+import { backlogChart, bucketLabel, RANGES, throughputChart, type RangeName } from './charts.ts';
 import { ago, badge, BASE, iso, LIST_TEXT_CHARS, truncate, type Html } from './format.ts';
 import { layout } from './layout.ts';
 
@@ -16,6 +16,8 @@ const AGES: Record<string, number> = {
   '7d': 604_800_000,
 };
 
+const STATUS_FILTERS: readonly string[] = TASK_STATUSES;
+
 interface ListQuery {
   status: string[];
   tool: string;
@@ -23,10 +25,19 @@ interface ListQuery {
   age: string;
 }
 
+/** The list's URL with this filter and chart span (the range links keep the filter, the form the span). */
+function listHref(q: ListQuery, range: RangeName): string {
+  const params = new URLSearchParams();
+  for (const s of q.status) params.append('status', s);
+  if (q.tool !== '') params.set('tool', q.tool);
+  if (q.principal !== '') params.set('principal', q.principal);
+  if (q.age !== '') params.set('age', q.age);
+  params.set('range', range);
+  return `${BASE}?${params.toString()}`;
+}
+
 export function filterOf(c: Context): AdminTaskFilter & { query: ListQuery } {
-  const status = (c.req.queries('status') ?? []).filter((s) =>
-    (TASK_STATUSES as readonly string[]).includes(s),
-  );
+  const status = (c.req.queries('status') ?? []).filter((s) => STATUS_FILTERS.includes(s));
   const tool = c.req.query('tool')?.trim() ?? '';
   const principal = c.req.query('principal')?.trim() ?? '';
   const age = c.req.query('age') ?? '';
@@ -44,12 +55,41 @@ export interface ListPage {
   tasks: AdminTask[];
   stats: Awaited<ReturnType<typeof readStoreStats>>;
   activity: ActivityMinute[];
+  range: RangeName;
   filter: { query: ListQuery };
   tools: readonly string[];
   csrf: string;
 }
 
-export function listPage({ tasks, stats, activity, filter, tools, csrf }: ListPage): Html {
+/** The two charts over the chosen span, with links to the other spans. */
+function chartsSection(activity: ActivityMinute[], range: RangeName, q: ListQuery): Html {
+  const per = bucketLabel(range);
+  return html`<nav class="ranges" aria-label="Chart span">
+      Charts over the last
+      ${(Object.keys(RANGES) as RangeName[]).map((r) =>
+        r === range
+          ? html`<a class="range" href="${listHref(q, r)}" aria-current="page">${r}</a>`
+          : html`<a class="range" href="${listHref(q, r)}">${r}</a>`,
+      )}
+    </nav>
+    <section class="charts">
+      <figure>
+        <figcaption>
+          Throughput, last ${range}: <span class="k created">created</span> and
+          <span class="k finished">finished</span> per ${per}
+        </figcaption>
+        ${throughputChart({ series: activity, range })}
+      </figure>
+      <figure>
+        <figcaption>
+          Backlog, last ${range}: tasks working or waiting for input, end of each ${per}
+        </figcaption>
+        ${backlogChart({ series: activity, range })}
+      </figure>
+    </section>`;
+}
+
+export function listPage({ tasks, stats, activity, range, filter, tools, csrf }: ListPage): Html {
   const q = filter.query;
   const cards = [...ACTIVE_STATUSES, ...TERMINAL_STATUSES].map(
     (s) =>
@@ -67,23 +107,11 @@ export function listPage({ tasks, stats, activity, filter, tools, csrf }: ListPa
         <span class="n">${stats.expiredNotSwept}</span><span>expired, not swept</span>
       </div>
     </section>
-    <section class="charts">
-      <figure>
-        <figcaption>
-          Throughput, last 60 min: <span class="k created">created</span> and
-          <span class="k finished">finished</span> per minute
-        </figcaption>
-        ${throughputChart(activity)}
-      </figure>
-      <figure>
-        <figcaption>Backlog: tasks working or waiting for input, end of each minute</figcaption>
-        ${backlogChart(activity)}
-      </figure>
-    </section>
+    ${chartsSection(activity, range, q)}
     <form class="filters" method="get" action="${BASE}">
       <fieldset>
         <legend>Status</legend>
-        ${TASK_STATUSES.map(
+        ${STATUS_FILTERS.map(
           (s) =>
             html`<label
               ><input type="checkbox" name="status" value="${s}" ${q.status.includes(s) ? 'checked' : ''} />
@@ -106,6 +134,7 @@ export function listPage({ tasks, stats, activity, filter, tools, csrf }: ListPa
           ${Object.keys(AGES).map((a) => html`<option value="${a}" ${q.age === a ? 'selected' : ''}>last ${a}</option>`)}
         </select></label
       >
+      <input type="hidden" name="range" value="${range}" />
       <button>Filter</button> <a href="${BASE}">Clear</a>
     </form>
     <table class="tasks">

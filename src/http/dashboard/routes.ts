@@ -8,6 +8,7 @@ import type { Logger } from '../../log.ts';
 import { TaskNotFoundError } from '../../tasks/errors.ts';
 import { adminActivity, adminCancelTask, adminGetTask, adminListTasks } from '../../tasks/store/admin.ts';
 import { readStoreStats } from '../../tasks/store/stats.ts';
+import { RANGES, rangeOf } from './charts.ts';
 import { BASE } from './format.ts';
 import { layout, loginPage } from './layout.ts';
 import { filterOf, listPage } from './list-page.ts';
@@ -50,12 +51,14 @@ export function dashboardRoutes(opts: DashboardOptions): Hono<Env> {
 
   app.get('/', auth, async (c) => {
     const filter = filterOf(c);
+    const range = rangeOf(c.req.query('range'));
     const [tasks, stats, activity] = await Promise.all([
       adminListTasks(opts.db, filter),
       readStoreStats(opts.db, opts.bossSchema),
-      adminActivity(opts.db, 60),
+      adminActivity(opts.db, RANGES[range].minutes),
     ]);
-    return c.html(listPage({ tasks, stats, activity, filter, tools: opts.tools, csrf: c.get('csrf') }));
+    const csrf = c.get('csrf');
+    return c.html(listPage({ tasks, stats, activity, range, filter, tools: opts.tools, csrf }));
   });
   app.get('/tasks/:id', auth, async (c) => {
     const history = await adminGetTask(opts.db, c.req.param('id'));

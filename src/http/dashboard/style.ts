@@ -19,10 +19,14 @@ code { font:12px ui-monospace, SFMono-Regular, Menlo, monospace; }
 .card .n { font-size:1.4rem; font-weight:700; }
 ${TASK_STATUSES.map((s) => `.card.${s} { border-left-color:var(--${s}); } .badge.${s} { background:var(--${s}); }`).join('\n')}
 .card.queue { border-left-color:#805ad5; }
-.charts { display:grid; grid-template-columns:repeat(auto-fit, minmax(360px, 1fr)); gap:1rem; margin:1rem 0; }
+.charts { display:grid; grid-template-columns:repeat(auto-fit, minmax(360px, 1fr)); gap:1rem; margin:0 0 1rem; }
 figure { margin:0; background:var(--card); border:1px solid var(--line); border-radius:6px; padding:.6rem; }
 figcaption { color:var(--muted); font-size:12px; margin-bottom:.3rem; }
-.chart { width:100%; height:120px; } .chart text { font-size:10px; fill:var(--muted); }
+.chart { width:100%; height:140px; } .chart text { font-size:10px; fill:var(--muted); }
+.chart line.axis, .chart line.tick { stroke:#a0a7b4; stroke-width:1; } .chart line.grid { stroke:var(--line); stroke-dasharray:3 3; }
+.ranges { margin:1rem 0 .4rem; color:var(--muted); font-size:13px; }
+.ranges a { margin-left:.4rem; padding:.05rem .45rem; border:1px solid var(--line); border-radius:4px; background:var(--card); text-decoration:none; }
+.ranges a[aria-current] { background:var(--accent); border-color:var(--accent); color:#fff; }
 rect.created, .k.created { fill:#7f9cf5; color:#4c6fe0; } rect.finished, .k.finished { fill:#48bb78; color:#2f855a; }
 polyline.backlog { fill:none; stroke:var(--input_required); stroke-width:2; }
 .filters { display:flex; flex-wrap:wrap; align-items:end; gap:.8rem; background:var(--card); border:1px solid var(--line);
