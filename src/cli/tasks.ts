@@ -1,35 +1,28 @@
 // `durable-mcp-tasks tasks list|show|cancel|purge`: the operator's view of every principal's tasks, straight
 // from Postgres (DATABASE_URL, or this folder's embedded one). Tables for people, --json for scripts.
-import path from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { checkPostgresUrl, loadConfig } from '../config.ts';
 import { formatBytes } from '../core/bytes.ts';
-import { createDb, type Db } from '../db/database.ts';
-import { openEmbeddedPostgres, type RunningPostgres } from '../db/embedded.ts';
-import { createLogger } from '../log.ts';
 import { TaskNotFoundError } from '../tasks/errors.ts';
 import { TASK_STATUSES } from '../tasks/status.ts';
+import { addTaskActionCommands } from './task-actions.ts';
+import { cliActor, withDb } from './operator-db.ts';
+import { parseDuration, printable, table } from './operator-text.ts';
 import {
   adminCancelTask,
   adminGetTask,
   adminListTasks,
   adminPurgeTasks,
   type AdminTask,
+  type TaskHistory,
 } from '../tasks/store/admin.ts';
 
-const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** `90s`, `15m`, `2h`, `7d` (or plain milliseconds) in milliseconds. */
-export function parseDuration(value: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(value.trim());
-  if (m === null) throw new InvalidArgumentError('a duration such as 90s, 15m, 2h or 7d');
-  return Math.round(Number(m[1]) * UNITS[m[2] ?? 'ms']!);
-}
+/** The statuses `list` filters on: the task statuses, and `paused` (a paused `working` task). */
+const LISTED_STATUSES: readonly string[] = [...TASK_STATUSES, 'paused'];
 
 function parseStatuses(value: string): string[] {
   const statuses = value.split(',').map((s) => s.trim());
-  const bad = statuses.find((s) => !(TASK_STATUSES as readonly string[]).includes(s));
-  if (bad !== undefined) throw new InvalidArgumentError(`one or more of ${TASK_STATUSES.join(', ')}`);
+  const bad = statuses.find((s) => !LISTED_STATUSES.includes(s));
+  if (bad !== undefined) throw new InvalidArgumentError(`one or more of ${LISTED_STATUSES.join(', ')}`);
   return statuses;
 }
 
@@ -39,66 +32,6 @@ function age(from: Date, now = Date.now()): string {
   if (s < 7200) return `${Math.round(s / 60)}m`;
   if (s < 172_800) return `${Math.round(s / 3600)}h`;
   return `${Math.round(s / 86_400)}d`;
-}
-
-/**
- * Text a client controls (a status message, an error, a tool name) as the terminal may show it: control
- * characters (C0, DEL, C1, which carry escape sequences such as an OSC 52 clipboard write) and bidi
- * overrides are written as `\u{…}`, never sent raw. `--json` output needs none of this (JSON escapes them).
- */
-export function printable(text: string): string {
-  return text.replace(
-    /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g,
-    (ch) => `\\u{${ch.codePointAt(0)!.toString(16)}}`,
-  );
-}
-
-/** Columns padded to their widest cell; the last column is not padded. Every cell goes through printable. */
-export function table(header: string[], rawRows: string[][]): string {
-  const rows = rawRows.map((r) => r.map(printable));
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
-      .join('  ')
-      .trimEnd();
-  return `${[line(header), ...rows.map(line)].join('\n')}\n`;
-}
-
-/**
- * The database the server and workers use: DATABASE_URL, or when it is unset (as with `start`) this
- * folder's embedded Postgres, which the command says on stderr.
- */
-async function openDatabase(): Promise<RunningPostgres> {
-  const url = process.env.DATABASE_URL;
-  if (url !== undefined && url !== '') {
-    return { connectionString: checkPostgresUrl('DATABASE_URL', url), stop: async () => {} };
-  }
-  const { EMBEDDED_PG_DIR: dataDir, EMBEDDED_PG_PORT: port } = loadConfig({
-    EMBEDDED_PG_DIR: process.env.EMBEDDED_PG_DIR,
-    EMBEDDED_PG_PORT: process.env.EMBEDDED_PG_PORT,
-  });
-  const embedded = await openEmbeddedPostgres({ dataDir, port, log: createLogger('warn') });
-  process.stderr.write(
-    `DATABASE_URL is unset: using the embedded Postgres in ${path.resolve(dataDir)}` +
-      `${embedded.started ? ' (started for this command)' : ''}\n`,
-  );
-  return embedded;
-}
-
-async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
-  const postgres = await openDatabase();
-  const { db } = createDb({
-    connectionString: postgres.connectionString,
-    max: 2,
-    applicationName: 'durable-mcp-tasks:cli',
-  });
-  try {
-    return await fn(db);
-  } finally {
-    await db.destroy();
-    await postgres.stop();
-  }
 }
 
 /** Hex digits of an artifact's SHA-256 a table shows (`--json` has all 64). */
@@ -113,7 +46,7 @@ function listRows(tasks: AdminTask[]): string {
     ['TASK', 'STATUS', 'TOOL', 'PRINCIPAL', 'AGE', 'UPDATED', 'ATTEMPT', 'MESSAGE'],
     tasks.map((t) => [
       t.taskId,
-      t.status,
+      t.pausedAt === null ? t.status : 'paused',
       t.toolName,
       t.principal,
       age(t.createdAt, now),
@@ -121,6 +54,44 @@ function listRows(tasks: AdminTask[]): string {
       String(t.attempt),
       (t.statusMessage ?? '').slice(0, 60),
     ]),
+  );
+}
+
+/** Each attempt: its worker, start, how it ended, and a crash's message with the stack's first frame. */
+function attemptsSection(attempts: TaskHistory['attempts']): string {
+  if (attempts.length === 0) return '\nattempts (0)\n';
+  return (
+    `\nattempts (${attempts.length})\n` +
+    table(
+      ['ATTEMPT', 'WORKER', 'CLAIMED', 'ENDED', 'OUTCOME', 'ERROR'],
+      attempts.map((a) => [
+        String(a.attempt),
+        a.workerId,
+        a.claimedAt.toISOString(),
+        a.endedAt?.toISOString() ?? '',
+        a.outcome ?? (a.endedAt === null ? 'running or lost' : ''),
+        a.errorMessage === null
+          ? ''
+          : `${a.errorMessage.slice(0, 200)}${a.errorStack === null ? '' : ` ${a.errorStack.split('\n')[0]!.trim()}`}`,
+      ]),
+    )
+  );
+}
+
+/** The audit trail: who did what, when. */
+function actionsSection(actions: TaskHistory['actions']): string {
+  if (actions.length === 0) return '\nactions (0)\n';
+  return (
+    `\nactions (${actions.length})\n` +
+    table(
+      ['AT', 'ACTOR', 'ACTION', 'DETAIL'],
+      actions.map((a) => [
+        a.at.toISOString(),
+        a.actor,
+        a.action,
+        Object.keys(a.detail).length === 0 ? '' : JSON.stringify(a.detail),
+      ]),
+    )
   );
 }
 
@@ -193,7 +164,7 @@ export function addTasksCommand(program: Command): void {
       const t = history.task;
       const rows: [string, string][] = [
         ['task', t.taskId],
-        ['status', t.status],
+        ['status', t.pausedAt === null ? t.status : `${t.status} (paused at ${t.pausedAt.toISOString()})`],
         ['message', t.statusMessage ?? ''],
         ['tool', t.toolName],
         ['principal', t.principal],
@@ -207,9 +178,11 @@ export function addTasksCommand(program: Command): void {
         ],
         ['cancel requested', t.cancelRequestedAt?.toISOString() ?? 'no'],
       ];
+      rows.push(['arguments', JSON.stringify(history.arguments).slice(0, 500)]);
       if (t.error !== null) rows.push(['error', JSON.stringify(t.error)]);
       if (t.result !== null) rows.push(['result', JSON.stringify(t.result).slice(0, 500)]);
       print(rows.map(([k, v]) => `${`${k}:`.padEnd(18)}${printable(v)}\n`).join(''));
+      print(attemptsSection(history.attempts));
       print(
         `\nsteps (${history.steps.length})\n` +
           (history.steps.length === 0
@@ -233,12 +206,13 @@ export function addTasksCommand(program: Command): void {
           (history.inputRequests.length === 0
             ? ''
             : table(
-                ['ASKED', 'KEY', 'METHOD', 'ANSWERED'],
+                ['ASKED', 'KEY', 'METHOD', 'ANSWERED', 'QUESTION'],
                 history.inputRequests.map((i) => [
                   i.askedAt.toISOString(),
                   i.key,
                   i.method,
                   i.answeredAt?.toISOString() ?? 'no',
+                  (i.question ?? '').slice(0, 200),
                 ]),
               )),
       );
@@ -258,6 +232,7 @@ export function addTasksCommand(program: Command): void {
                 ]),
               )),
       );
+      print(actionsSection(history.actions));
     });
 
   tasks
@@ -267,7 +242,7 @@ export function addTasksCommand(program: Command): void {
     )
     .option('--json', 'print JSON')
     .action(async (taskId: string, opts: { json?: boolean }) => {
-      const outcome = await withDb((db) => adminCancelTask(db, taskId)).catch((err: unknown) => {
+      const outcome = await withDb((db) => adminCancelTask(db, taskId, cliActor())).catch((err: unknown) => {
         throw err instanceof TaskNotFoundError ? new Error(`no task ${taskId}`) : err;
       });
       if (opts.json === true) return json({ taskId, ...outcome });
@@ -304,6 +279,8 @@ export function addTasksCommand(program: Command): void {
       if (opts.json === true) return json({ [opts.dryRun === true ? 'wouldDelete' : 'deleted']: n });
       print(opts.dryRun === true ? `would delete ${n} tasks\n` : `deleted ${n} tasks\n`);
     });
+
+  addTaskActionCommands(tasks);
 
   // Usage errors exit 2, like `call`.
   for (const cmd of [tasks, ...tasks.commands]) {

@@ -12,6 +12,7 @@ import type {
   SessionsTable,
   SessionSubscriptionsTable,
 } from './sessions.table.ts';
+import type { TaskActionsTable } from './task-actions.table.ts';
 import type { TaskArtifactChunksTable, TaskArtifactsTable } from './task-artifacts.table.ts';
 import type { TaskInputRequestsTable } from './task-input-requests.table.ts';
 import type { TaskAttemptsTable } from './task-attempts.table.ts';
@@ -29,6 +30,7 @@ export interface Database {
   task_step_failures: TaskStepFailuresTable;
   task_artifacts: TaskArtifactsTable;
   task_artifact_chunks: TaskArtifactChunksTable;
+  task_actions: TaskActionsTable;
   server_secrets: ServerSecretsTable;
   mcp_sessions: SessionsTable;
   mcp_session_subscriptions: SessionSubscriptionsTable;

@@ -10,6 +10,7 @@ export const APP_TABLES = [
   'task_artifacts',
   'task_artifact_chunks',
   'task_attempts',
+  'task_actions',
   'server_secrets',
   'mcp_sessions',
   'mcp_session_subscriptions',

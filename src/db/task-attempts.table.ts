@@ -7,6 +7,12 @@ export interface TaskAttemptsTable {
   worker_id: string;
   claimed_at: ColumnType<Date, Date | string | undefined, Date | string>;
   lease_expires_at: ColumnType<Date, Date | string, Date | string>;
+  /** How the leg ended (a LegOutcome kind), when; null while it runs or when its worker died. */
+  ended_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  outcome: ColumnType<string | null, string | null | undefined, string | null>;
+  /** A crash's exception message and stack excerpt: for operators, never sent to a client. */
+  error_message: ColumnType<string | null, string | null | undefined, string | null>;
+  error_stack: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export type TaskAttemptRow = Selectable<TaskAttemptsTable>;

@@ -190,6 +190,11 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
    * send its own key in `_meta["dev.durable-mcp-tasks/idempotencyKey"]` (docs/protocol.md).
    */
   idempotencyKey?: (args: z.output<S>, ctx: { readonly principal: string }) => string;
+  /**
+   * Argument fields operators must not see: dotted paths (`apiKey`, `auth.password`, `rows.*.token`),
+   * shown as "[redacted]" by the dashboard and `durable-mcp-tasks tasks show`. The handler gets them whole.
+   */
+  secretArguments?: readonly string[];
   /** Suggested polling interval for this tool's tasks. Default: the server's TASK_POLL_INTERVAL_MS. */
   pollIntervalMs?: number;
   annotations?: JsonObject;

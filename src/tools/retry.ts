@@ -10,6 +10,15 @@ export interface RetryPolicy {
   backoff?: { initialMs?: number; factor?: number; maxMs?: number };
   /** Whether this error is retried (default: every error but a NonRetryableError). */
   retryIf?: (error: Error, attempt: number) => boolean;
+  /**
+   * A tool's policy only: what becomes of the task when its attempts run out (or a step's own retries
+   * do). `fail` (default) ends it `failed`. `pause` keeps it `working`, holding no slot, with a status
+   * message that says so, until an operator resumes it (`durable-mcp-tasks tasks resume`, the
+   * dashboard): it then runs again from its last completed step, with its attempts counted afresh. For a
+   * downstream outage an operator can wait out. An error the tool says is not retried (a
+   * NonRetryableError, a ProtocolError, `retryIf` false) still fails it.
+   */
+  onExhausted?: 'fail' | 'pause';
 }
 
 /** Thrown by a handler or a step: fails the task at once, whatever the retry policy, with this message. */
@@ -48,12 +57,13 @@ export interface ResolvedRetry {
   factor: number;
   maxMs: number;
   retryIf: (error: Error, attempt: number) => boolean;
+  onExhausted: 'fail' | 'pause';
 }
 
 /** A policy with every field set: `policy` over `defaults`. */
 export function resolveRetry(
   policy: RetryPolicy | undefined,
-  defaults: Omit<ResolvedRetry, 'retryIf'>,
+  defaults: Omit<ResolvedRetry, 'retryIf' | 'onExhausted'>,
 ): ResolvedRetry {
   return {
     maxAttempts: Math.max(1, policy?.maxAttempts ?? defaults.maxAttempts),
@@ -61,6 +71,7 @@ export function resolveRetry(
     factor: Math.max(1, policy?.backoff?.factor ?? defaults.factor),
     maxMs: Math.max(0, policy?.backoff?.maxMs ?? defaults.maxMs),
     retryIf: policy?.retryIf ?? (() => true),
+    onExhausted: policy?.onExhausted ?? 'fail',
   };
 }
 

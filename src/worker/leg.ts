@@ -15,6 +15,8 @@ import { readSignal } from '../tasks/store/signals.ts';
 import { mapSettled } from '../tasks/store/maps.ts';
 import { loadInputs } from '../tasks/store/input.ts';
 import { LeaseLostError, releaseTask, type ClaimedTask } from '../tasks/store/lease.ts';
+import { attemptError, recordAttemptEnd, type AttemptEnd } from '../tasks/store/attempt-ends.ts';
+import { pauseAttempt } from '../tasks/store/pause.ts';
 import { emptyStepHistory, loadStepHistory, type StepRecord } from '../tasks/store/steps.ts';
 import {
   endSpan,
@@ -44,7 +46,7 @@ export interface LegDeps {
   leaseMs: number;
   statusThrottleMs: number;
   /** A tool's retry policy where it sets none (TASK_RETRY_LIMIT, TASK_RETRY_DELAY_SECONDS). */
-  retryDefaults: Omit<ResolvedRetry, 'retryIf'>;
+  retryDefaults: Omit<ResolvedRetry, 'retryIf' | 'onExhausted'>;
   /** A result larger than this (as JSON) is stored as the artifact tool-result.json, the result linking to it. */
   maxResultBytes?: number | undefined;
   /** A task that records more steps fails (MAX_STEPS_PER_TASK); unlimited when undefined. */
@@ -122,6 +124,7 @@ export async function runTaskLeg(
     await handBack(deps, claimed, {
       failed: !isConnectionError(err),
       delayMs: deps.retryDefaults.initialMs,
+      ended: { outcome: 'error', error: attemptError(coerceError(err)) },
     }).catch(() => {});
     return undefined;
   } finally {
@@ -133,7 +136,7 @@ export async function runTaskLeg(
 }
 
 /** Leg outcomes that end its span as an error (the rest are a task's normal course). */
-const LEG_ERRORS = new Set(['failed', 'crash_retry', 'infrastructure_retry', 'lease_lost', 'error']);
+const LEG_ERRORS = new Set(['failed', 'paused', 'crash_retry', 'infrastructure_retry', 'lease_lost', 'error']);
 
 /** The leg's span continues the trace of the request that created the task, whichever process runs it. */
 function openLeg(deps: LegDeps, task: ClaimedTask): LegScope {
@@ -287,7 +290,11 @@ async function replayToItem(
     return itemFailure(
       classify(thrown, signal.aborted ? signal.reason : undefined, {
         failures: leg.task.failures,
-        retry: resolveRetry(item.options?.retry ?? tool.retry, deps.retryDefaults),
+        // (A map item fails its map when its attempts run out; only its parent's task may pause.)
+        retry: {
+          ...resolveRetry(item.options?.retry ?? tool.retry, deps.retryDefaults),
+          onExhausted: 'fail',
+        },
       }),
     );
   }
@@ -300,8 +307,10 @@ async function replayToItem(
 async function settle(deps: LegDeps, leg: LegScope, outcome: LegOutcome): Promise<ClaimedTask | undefined> {
   const { task, log, tool } = leg;
   const { metrics } = deps;
-  const finish = (f: Omit<Finish, 'taskId' | 'attempt'>['outcome']) =>
-    deps.writes.finish({ taskId: task.taskId, attempt: task.attempt, outcome: f }).then((landed) => {
+  const taskAttempt = { taskId: task.taskId, attempt: task.attempt };
+  const ended = (end: AttemptEnd) => recordAttemptEnd(deps.db, task.taskId, task.attempt, end);
+  const finish = (f: Finish['outcome'], crash?: Error) =>
+    deps.writes.finish({ ...taskAttempt, outcome: f, crash: crash && attemptError(crash) }).then((landed) => {
       // A terminal write that landed: counted once, by the worker whose fenced write it was.
       if (landed) metrics?.tasksFinished.inc({ ...tool, status: f.status });
       return landed;
@@ -329,11 +338,14 @@ async function settle(deps: LegDeps, leg: LegScope, outcome: LegOutcome): Promis
       // then the generic error is stored, rather than a write that fails forever.
       const wire = outcome.error.toJSON();
       const storable = isStorable(wire) && isStorable(outcome.statusMessage) && serializable(wire);
-      await finish({
-        status: 'failed',
-        error: storable ? wire : { code: ProtocolErrorCode.InternalError, message: 'Internal error' },
-        statusMessage: storable ? outcome.statusMessage : 'Tool execution failed',
-      });
+      await finish(
+        {
+          status: 'failed',
+          error: storable ? wire : { code: ProtocolErrorCode.InternalError, message: 'Internal error' },
+          statusMessage: storable ? outcome.statusMessage : 'Tool execution failed',
+        },
+        outcome.crash,
+      );
       // A map item that failed for good: its parent wakes now and fails its map.
       const item = task.mapItem;
       return item === undefined
@@ -344,11 +356,26 @@ async function settle(deps: LegDeps, leg: LegScope, outcome: LegOutcome): Promis
       metrics?.cancelsDelivered.inc(tool);
       await finish({ status: 'cancelled', statusMessage: 'Cancelled by request' });
       return undefined;
+    case 'paused':
+      log.warn('handler crashed; no attempts left: the task is paused until an operator resumes it', {
+        error: outcome.crash.message,
+        stack: outcome.crash.stack,
+      });
+      if (
+        !(await pauseAttempt(deps.db, task.taskId, task.attempt, {
+          statusMessage: outcome.statusMessage,
+          error: attemptError(outcome.crash),
+        }))
+      )
+        log.info('attempt lost its lease before pausing');
+      return undefined;
     case 'input_required':
       leg.span.addEvent('input_required');
+      await ended({ outcome: 'input_required' });
       return undefined;
     case 'lease_lost':
       metrics?.leasesLost.inc(tool);
+      await ended({ outcome: 'lease_lost' });
       if (!(await settleCancelRequest(deps.db, task.taskId))) log.info('attempt stopped: lease lost');
       return undefined;
     case 'parked': {
@@ -358,19 +385,24 @@ async function settle(deps: LegDeps, leg: LegScope, outcome: LegOutcome): Promis
         delayMs,
         statusMessage: outcome.statusMessage,
         parkedOn: outcome.parkedOn,
+        ended: { outcome: 'parked' },
       });
       leg.span.addEvent('parked', { until: outcome.until.toISOString() });
       return undefined;
     }
     case 'handed_back':
       log.info('handing the task back: the worker shuts down');
-      await handBack(deps, task, { failed: false, delayMs: 0 });
+      await handBack(deps, task, { failed: false, delayMs: 0, ended: { outcome: 'handed_back' } });
       return undefined;
     case 'infrastructure_retry':
       log.warn('a store operation failed mid-run; the task will be retried', {
         error: outcome.error.message,
       });
-      await handBack(deps, task, { failed: false, delayMs: deps.retryDefaults.initialMs });
+      await handBack(deps, task, {
+        failed: false,
+        delayMs: deps.retryDefaults.initialMs,
+        ended: { outcome: 'infrastructure_retry', error: attemptError(outcome.error) },
+      });
       return undefined;
     case 'crash_retry':
       metrics?.crashRetries.inc(tool);
@@ -378,7 +410,11 @@ async function settle(deps: LegDeps, leg: LegScope, outcome: LegOutcome): Promis
         failures: task.failures + 1,
         error: outcome.error.message,
       });
-      await handBack(deps, task, { failed: true, delayMs: outcome.delayMs });
+      await handBack(deps, task, {
+        failed: true,
+        delayMs: outcome.delayMs,
+        ended: { outcome: 'crash_retry', error: attemptError(outcome.error) },
+      });
       return undefined;
   }
 }
@@ -390,11 +426,19 @@ async function settle(deps: LegDeps, leg: LegScope, outcome: LegOutcome): Promis
 export async function handBack(
   deps: Pick<LegDeps, 'db' | 'queue' | 'scheduleWake'>,
   task: ClaimedTask,
-  opts: { failed: boolean; delayMs: number; statusMessage?: string; parkedOn?: ParkedOn | undefined },
+  opts: {
+    failed: boolean;
+    delayMs: number;
+    statusMessage?: string;
+    parkedOn?: ParkedOn | undefined;
+    /** How this attempt ended, for its row (the operator's view). */
+    ended?: AttemptEnd;
+  },
 ): Promise<void> {
   let delayMs = opts.delayMs;
   await deps.db.transaction().execute(async (trx) => {
     if (!(await releaseTask(trx, task.taskId, task.attempt, opts))) return;
+    if (opts.ended !== undefined) await recordAttemptEnd(trx, task.taskId, task.attempt, opts.ended);
     // A cancel asked for while this attempt held the task ends it now, not when the run comes due.
     if (await settleCancelRequest(trx, task.taskId)) return;
     // A delivery (or a map's last item) that came after the wait looked, while this attempt still held

@@ -2,7 +2,7 @@ import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
 import { isStorable, jsonBytes } from '../core/limits.ts';
 import type { CallToolResult } from '../core/wire.ts';
 import { coerceError } from '../log.ts';
-import { nextRetryDelay, NonRetryableError, type ResolvedRetry } from '../tools/retry.ts';
+import { nextRetryDelay, NonRetryableError, StepFailedError, type ResolvedRetry } from '../tools/retry.ts';
 import { LeaseLostError } from '../tasks/store/lease.ts';
 import {
   HandoffSignal,
@@ -31,6 +31,8 @@ export type RunningAttempts = Map<string, { attempt: number; abort: AbortControl
 export type LegOutcome =
   | { kind: 'completed'; result: CallToolResult; statusMessage?: string | undefined }
   | { kind: 'failed'; error: ProtocolError; statusMessage: string; crash?: Error }
+  /** Attempts ran out under `onExhausted: 'pause'`: the task stays `working`, unqueued, until resumed. */
+  | { kind: 'paused'; statusMessage: string; crash: Error }
   | { kind: 'cancelled' }
   /** Parked in `input_required`; an answer enqueues the next leg. */
   | { kind: 'input_required' }
@@ -74,6 +76,9 @@ export function classify(
     return { kind: 'failed', error: thrown, statusMessage: `Tool execution failed: ${thrown.message}` };
   }
   if (thrown instanceof InfrastructureError) return { kind: 'infrastructure_retry', error: thrown };
+  if (thrown instanceof StepFailedError && retry.onExhausted === 'pause') {
+    return paused(thrown, `step "${thrown.step}" failed after ${attempts(thrown.attempts)}`);
+  }
   if (thrown instanceof NonRetryableError) {
     return {
       kind: 'failed',
@@ -85,15 +90,27 @@ export function classify(
   const error = coerceError(thrown);
   const delayMs = nextRetryDelay(retry, error, failures + 1);
   if (delayMs !== undefined) return { kind: 'crash_retry', error, delayMs };
-  const attempts = failures + 1;
+  const tried = failures + 1;
+  const exhausted = tried >= retry.maxAttempts;
+  if (exhausted && retry.onExhausted === 'pause') return paused(error, `failed after ${attempts(tried)}`);
   return {
     kind: 'failed',
     error: new ProtocolError(ProtocolErrorCode.InternalError, 'Internal error'),
-    statusMessage:
-      attempts >= retry.maxAttempts
-        ? `Tool execution failed: internal error after ${attempts} attempt${attempts === 1 ? '' : 's'}`
-        : 'Tool execution failed: internal error (not retried)',
+    statusMessage: exhausted
+      ? `Tool execution failed: internal error after ${attempts(tried)}`
+      : 'Tool execution failed: internal error (not retried)',
     crash: error,
+  };
+}
+
+const attempts = (n: number) => `${n} attempt${n === 1 ? '' : 's'}`;
+
+/** The status message a client polling a paused task sees: paused, why, and what ends it (no exception text). */
+function paused(crash: Error, why: string): LegOutcome {
+  return {
+    kind: 'paused',
+    statusMessage: `Paused: ${why}; waiting for an operator to resume it`,
+    crash,
   };
 }
 

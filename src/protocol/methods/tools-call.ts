@@ -125,6 +125,7 @@ export function toolsCall(deps: ServerDeps): MethodHandler {
         traceContext: ctx.trace === undefined ? undefined : injectCarrier(ctx.trace),
         concurrency: concurrencyOf(tool, parsed.data, ctx.principal),
         idempotency,
+        secretArguments: tool.secretArguments,
       });
       return { resultType: 'task', ...toWireTask(view) };
     });

@@ -1,11 +1,13 @@
 // The operator's view of the store: every principal's tasks, filtered; one task with its history; cancel
-// through the same store path as tasks/cancel; purge of finished tasks. For the operator CLI (and the
+// through the same store path as tasks/cancel; purge of finished tasks. (Resume: pause.ts; fork: fork.ts.) For the operator CLI (and the
 // dashboard), never for MCP clients: nothing here is scoped by principal.
-import { sql, type Kysely } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { TaskNotFoundError } from '../errors.ts';
 import { ACTIVE_STATUSES, TERMINAL_STATUSES } from '../status.ts';
 import { isWellFormedTaskId } from '../ids.ts';
+import { redactArguments } from '../redact.ts';
+import { readActions, recordAction, type Actor, type TaskAction } from './actions.ts';
 import { listArtifacts } from './artifact-reads.ts';
 import { requestCancel } from './cancel.ts';
 import { TASK_VIEW_COLUMNS, toTaskView, type TaskView } from './view.ts';
@@ -19,9 +21,12 @@ export interface AdminTask extends TaskView {
   leaseExpiresAt: Date | null;
   cancelRequestedAt: Date | null;
   expiresAt: Date | null;
+  /** Set while the task is paused (still `working`): its attempts ran out under `onExhausted: 'pause'`. */
+  pausedAt: Date | null;
 }
 
 export interface AdminTaskFilter {
+  /** Task statuses, and `paused` (a `working` task that is paused; `working` then means not paused). */
   status?: readonly string[] | undefined;
   tool?: string | undefined;
   principal?: string | undefined;
@@ -42,6 +47,7 @@ const ADMIN_COLUMNS = [
   'lease_expires_at',
   'cancel_requested_at',
   'expires_at',
+  'paused_at',
 ] as const;
 
 type AdminRow = Parameters<typeof toTaskView>[0] & {
@@ -53,6 +59,7 @@ type AdminRow = Parameters<typeof toTaskView>[0] & {
   lease_expires_at: Date | null;
   cancel_requested_at: Date | null;
   expires_at: Date | null;
+  paused_at: Date | null;
 };
 
 function toAdminTask(row: AdminRow): AdminTask {
@@ -66,6 +73,7 @@ function toAdminTask(row: AdminRow): AdminTask {
     leaseExpiresAt: row.lease_expires_at,
     cancelRequestedAt: row.cancel_requested_at,
     expiresAt: row.expires_at,
+    pausedAt: row.paused_at,
   };
 }
 
@@ -81,8 +89,7 @@ export async function adminListTasks(
     .orderBy('created_at', 'desc')
     .orderBy('task_id', 'desc')
     .limit(Math.min(Math.max(filter.limit ?? 50, 1), 1000));
-  if (filter.status !== undefined && filter.status.length > 0)
-    query = query.where('status', 'in', filter.status);
+  if (filter.status !== undefined && filter.status.length > 0) query = query.where(statusIn(filter.status));
   if (filter.tool !== undefined) query = query.where('tool_name', '=', filter.tool);
   if (filter.principal !== undefined) query = query.where('principal', '=', filter.principal);
   if (filter.olderThanMs !== undefined)
@@ -101,21 +108,65 @@ export async function adminListTasks(
   return rows.map((r) => toAdminTask(r as AdminRow));
 }
 
+/** `status in (…)`, where `paused` is the paused `working` tasks and `working` the rest of them. */
+function statusIn(statuses: readonly string[]) {
+  const others = statuses.filter((s) => s !== 'working' && s !== 'paused');
+  return (eb: ExpressionBuilder<Database, 'tasks'>) =>
+    eb.or([
+      ...(others.length > 0 ? [eb('status', 'in', others)] : []),
+      ...(statuses.includes('working')
+        ? [eb.and([eb('status', '=', 'working'), eb('paused_at', 'is', null)])]
+        : []),
+      ...(statuses.includes('paused')
+        ? [eb.and([eb('status', '=', 'working'), eb('paused_at', 'is not', null)])]
+        : []),
+    ]);
+}
+
 function methodOf(request: unknown): string {
   const method = (request as { method?: unknown } | null)?.method;
   return typeof method === 'string' ? method : 'unknown';
 }
 
+/** What an input request asks, in words: an elicitation's message (null for a request without one). */
+function questionOf(request: unknown): string | null {
+  const message = (request as { params?: { message?: unknown } } | null)?.params?.message;
+  return typeof message === 'string' ? message : null;
+}
+
 export interface TaskHistory {
   task: AdminTask;
+  /** Its arguments, with the fields its tool marked secret shown as "[redacted]". */
+  arguments: unknown;
   /** Durable steps in the order they completed. */
   steps: { name: string; attempt: number; at: Date }[];
   /** Steps that failed: how often, and the last error's message (step retry policies count these). */
   stepFailures: { name: string; failures: number; lastError: string; at: Date }[];
-  /** Input requests: whether and when each was answered, never the answer. */
-  inputRequests: { key: string; method: string; askedAt: Date; answeredAt: Date | null }[];
-  /** Each run leg: the worker that claimed it, when, and the lease it took. */
-  attempts: { attempt: number; workerId: string; claimedAt: Date; leaseExpiresAt: Date }[];
+  /** Input requests: what each asks, whether and when it was answered, never the answer. */
+  inputRequests: {
+    key: string;
+    method: string;
+    question: string | null;
+    askedAt: Date;
+    answeredAt: Date | null;
+  }[];
+  /**
+   * Each run leg: the worker that claimed it, when, the lease it took, and how it ended (null while it
+   * runs, or when its worker died): its outcome, and for a crash the exception's message and a stack
+   * excerpt (for operators: never sent to a client).
+   */
+  attempts: {
+    attempt: number;
+    workerId: string;
+    claimedAt: Date;
+    leaseExpiresAt: Date;
+    endedAt: Date | null;
+    outcome: string | null;
+    errorMessage: string | null;
+    errorStack: string | null;
+  }[];
+  /** What operators (and a client's cancel, when an operator's is not recorded) did to it, oldest first. */
+  actions: TaskAction[];
   /** Its complete artifacts, by name (one being written is not listed until it completes). */
   artifacts: {
     name: string;
@@ -132,11 +183,11 @@ export async function adminGetTask(db: Kysely<Database>, taskId: string): Promis
   if (!isWellFormedTaskId(taskId)) return undefined; // (a NUL or a 10 kB id names no task)
   const row = await db
     .selectFrom('tasks')
-    .select(ADMIN_COLUMNS)
+    .select([...ADMIN_COLUMNS, 'arguments', 'secret_arguments'])
     .where('task_id', '=', taskId)
     .executeTakeFirst();
   if (row === undefined) return undefined;
-  const [steps, failures, inputs, attempts, artifacts] = await Promise.all([
+  const [steps, failures, inputs, attempts, artifacts, actions] = await Promise.all([
     db
       .selectFrom('task_steps')
       .select(['name', 'attempt', 'created_at'])
@@ -159,14 +210,25 @@ export async function adminGetTask(db: Kysely<Database>, taskId: string): Promis
       .execute(),
     db
       .selectFrom('task_attempts')
-      .select(['attempt', 'worker_id', 'claimed_at', 'lease_expires_at'])
+      .select([
+        'attempt',
+        'worker_id',
+        'claimed_at',
+        'lease_expires_at',
+        'ended_at',
+        'outcome',
+        'error_message',
+        'error_stack',
+      ])
       .where('task_id', '=', taskId)
       .orderBy('attempt')
       .execute(),
     listArtifacts(db, taskId),
+    readActions(db, taskId),
   ]);
   return {
     task: toAdminTask(row),
+    arguments: redactArguments(row.arguments, row.secret_arguments),
     steps: steps.map((s) => ({ name: s.name, attempt: s.attempt, at: s.created_at })),
     stepFailures: failures.map((f) => ({
       name: f.name,
@@ -177,6 +239,7 @@ export async function adminGetTask(db: Kysely<Database>, taskId: string): Promis
     inputRequests: inputs.map((i) => ({
       key: i.key,
       method: methodOf(i.request),
+      question: questionOf(i.request),
       askedAt: i.created_at,
       answeredAt: i.answered_at,
     })),
@@ -185,6 +248,10 @@ export async function adminGetTask(db: Kysely<Database>, taskId: string): Promis
       workerId: a.worker_id,
       claimedAt: a.claimed_at,
       leaseExpiresAt: a.lease_expires_at,
+      endedAt: a.ended_at,
+      outcome: a.outcome,
+      errorMessage: a.error_message,
+      errorStack: a.error_stack,
     })),
     artifacts: artifacts.map((a) => ({
       name: a.name,
@@ -194,6 +261,7 @@ export async function adminGetTask(db: Kysely<Database>, taskId: string): Promis
       chunks: a.chunks,
       completedAt: a.completedAt,
     })),
+    actions,
   };
 }
 
@@ -253,6 +321,7 @@ export async function adminActivity(db: Kysely<Database>, minutes = 60): Promise
 export async function adminCancelTask(
   db: Kysely<Database>,
   taskId: string,
+  actor: Actor,
 ): Promise<{ status: string; cancelledNow: boolean }> {
   if (!isWellFormedTaskId(taskId)) throw new TaskNotFoundError(taskId.slice(0, 64));
   return db.transaction().execute(async (trx) => {
@@ -263,6 +332,7 @@ export async function adminCancelTask(
       .executeTakeFirst();
     if (owner === undefined) throw new TaskNotFoundError(taskId);
     const { cancelledNow } = await requestCancel(trx, taskId, owner.principal);
+    await recordAction(trx, [taskId], actor, 'cancel');
     const after = await trx
       .selectFrom('tasks')
       .select('status')

@@ -33,6 +33,8 @@ export interface NewTask extends TaskTraits {
   concurrency?: { key: string; limit: number } | undefined;
   /** The create's idempotency key and what it was for (see store/idempotency.ts). */
   idempotency?: Idempotency | undefined;
+  /** The tool's secret argument paths, kept for the operator views' redaction. */
+  secretArguments?: readonly string[] | undefined;
 }
 
 /** Inserts a task in `working`; run it in the transaction that also enqueues its job. */
@@ -112,6 +114,7 @@ function insertQuery(db: Kysely<Database>, task: NewTask, claim?: { workerId: st
       concurrency_limit: task.concurrency?.limit ?? null,
       idempotency_key: task.idempotency?.key ?? null,
       idempotency_fingerprint: task.idempotency?.fingerprint ?? null,
+      secret_arguments: task.secretArguments ?? null,
       ...(claim === undefined
         ? { lease_expires_at: claimDeadline() }
         : {

@@ -2,6 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import type { JsonObject, TaskStatus } from '../../core/wire.ts';
 import { ACTIVE_STATUSES } from '../status.ts';
+import type { AttemptEnd } from './attempt-ends.ts';
 
 export type Outcome =
   | { status: 'completed'; result: JsonObject; statusMessage?: string }
@@ -12,6 +13,8 @@ export interface Finish {
   taskId: string;
   attempt: number;
   outcome: Outcome;
+  /** What the handler threw, when it ended in a crash: kept on the attempt's row for operators. */
+  crash?: AttemptEnd['error'];
 }
 
 /**
@@ -38,7 +41,7 @@ export async function finishAttempt(
  */
 export async function finishAttempts(db: Kysely<Database>, finishes: readonly Finish[]): Promise<boolean[]> {
   if (finishes.length === 0) return [];
-  const rows = finishes.map(({ taskId, attempt, outcome }) => ({
+  const rows = finishes.map(({ taskId, attempt, outcome, crash }) => ({
     task_id: taskId,
     attempt,
     status: outcome.status satisfies TaskStatus,
@@ -47,23 +50,37 @@ export async function finishAttempts(db: Kysely<Database>, finishes: readonly Fi
     status_message: outcome.statusMessage ?? null,
     // A tool result with isError ends the task `failed` where the task says so (tool_error_fails).
     is_error: outcome.status === 'completed' && outcome.result.isError === true,
+    error_message: crash?.message ?? null,
+    error_stack: crash?.stack ?? null,
   }));
   const cancelled = sql`t.cancel_requested_at is not null`;
+  // The attempt's own row records how it ended (the status it wrote), in the same statement.
   const { rows: landed } = await sql<{ task_id: string; attempt: number }>`
-    update tasks t set
-      status = case when ${cancelled} then 'cancelled'
-        when v.is_error and t.tool_error_fails then 'failed' else v.status end,
-      result = case when ${cancelled} then null else v.result end,
-      error = case when ${cancelled} then null else v.error end,
-      status_message = case when ${cancelled} then 'Cancelled by request'
-        else coalesce(v.status_message, t.status_message) end,
-      leased_by = null,
-      lease_expires_at = null,
-      last_updated_at = now()
-    from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-      as v(task_id text, attempt int, status text, result jsonb, error jsonb, status_message text, is_error boolean)
-    where t.task_id = v.task_id and t.attempt = v.attempt and t.status = ${'working' satisfies TaskStatus}
-    returning t.task_id, t.attempt`.execute(db);
+    with v as (
+      select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as v(task_id text, attempt int,
+        status text, result jsonb, error jsonb, status_message text, is_error boolean, error_message text,
+        error_stack text)
+    ), landed as (
+      update tasks t set
+        status = case when ${cancelled} then 'cancelled'
+          when v.is_error and t.tool_error_fails then 'failed' else v.status end,
+        result = case when ${cancelled} then null else v.result end,
+        error = case when ${cancelled} then null else v.error end,
+        status_message = case when ${cancelled} then 'Cancelled by request'
+          else coalesce(v.status_message, t.status_message) end,
+        leased_by = null,
+        lease_expires_at = null,
+        last_updated_at = now()
+      from v
+      where t.task_id = v.task_id and t.attempt = v.attempt and t.status = ${'working' satisfies TaskStatus}
+      returning t.task_id, t.attempt, t.status
+    ), ended as (
+      update task_attempts a set ended_at = now(), outcome = l.status, error_message = v.error_message,
+        error_stack = v.error_stack
+      from landed l join v on v.task_id = l.task_id and v.attempt = l.attempt
+      where a.task_id = l.task_id and a.attempt = l.attempt
+    )
+    select task_id, attempt from landed`.execute(db);
   const done = new Set(landed.map((r) => `${r.attempt}:${r.task_id}`));
   return finishes.map((f) => done.has(`${f.attempt}:${f.taskId}`));
 }

@@ -134,7 +134,7 @@ export function claimCtes(
   const keyFilter = keyed ? sql`` : sql`and concurrency_key is null`;
   return sql`target as (
       select task_id from tasks
-      where task_id in (${ids}) and status = 'working' and cancel_requested_at is null
+      where task_id in (${ids}) and status = 'working' and cancel_requested_at is null and paused_at is null
         and (leased_by is null or lease_expires_at < now()) ${keyFilter}
       order by task_id
       for update

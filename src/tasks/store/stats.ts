@@ -2,18 +2,20 @@ import { sql, type Kysely } from 'kysely';
 import type { StoreStats } from '../../core/metrics.ts';
 import type { Database } from '../../db/database.ts';
 import { RUN_QUEUE } from '../../queue/boss.ts';
-import { ACTIVE_STATUSES } from '../status.ts';
+import { ACTIVE_STATUSES, TASK_STATUSES } from '../status.ts';
 
 /**
- * The cluster-wide numbers behind the store gauges, in one round trip: tasks by status, due runs waiting
+ * The cluster-wide numbers behind the store gauges, in one round trip: tasks by status (paused ones as
+ * `paused`), due runs waiting
  * in pg-boss and the oldest one's age, runs scheduled for later, and active tasks past their TTL that no
  * sweep has expired yet, and the bytes of complete artifacts.
  */
 export async function readStoreStats(db: Kysely<Database>, bossSchema = 'pgboss'): Promise<StoreStats> {
   const job = sql.table(`${bossSchema}.job`);
   const { rows } = await sql<{ kind: string; key: string | null; n: string; age: number | null }>`
-    select 'status' as kind, status as key, count(*)::text as n, null::float8 as age
-      from tasks where parent_task_id is null group by status
+    select 'status' as kind, case when paused_at is not null then 'paused' else status end as key,
+           count(*)::text as n, null::float8 as age
+      from tasks where parent_task_id is null group by 2
     union all
     select 'waiting', null, count(*)::text,
            coalesce(extract(epoch from now() - min(start_after)), 0)::float8
@@ -32,7 +34,9 @@ export async function readStoreStats(db: Kysely<Database>, bossSchema = 'pgboss'
       from task_artifacts where state = 'complete'
   `.execute(db);
   const stats: StoreStats = {
-    tasksByStatus: {},
+    // Every status is reported, 0 included (an alert on one must not see it vanish), and `paused`: the
+    // `working` tasks that are paused (then not counted as `working`).
+    tasksByStatus: Object.fromEntries([...TASK_STATUSES, 'paused'].map((s) => [s, 0])),
     runsWaiting: 0,
     runsDelayed: 0,
     oldestWaitingRunSeconds: 0,

@@ -1,0 +1,101 @@
+// `durable-mcp-tasks tasks resume|fork`: the operator's actions on tasks that stopped, each recorded on
+// the task (who, when, what). Resume runs a paused task again from its last completed step; fork starts
+// a finished one again under a new id, from the start or from a step.
+import { type Command, Option } from 'commander';
+import { TaskNotFoundError } from '../tasks/errors.ts';
+import { findPausedTasks, resumeTasks, type PausedSelection } from '../tasks/store/pause.ts';
+import { forkTask, ForkRefusedError } from '../tasks/store/fork.ts';
+import { cliActor, withDb } from './operator-db.ts';
+import { parseDuration, table } from './operator-text.ts';
+
+const print = (text: string): void => void process.stdout.write(text);
+
+interface ResumeOptions {
+  tool?: string;
+  principal?: string;
+  since?: number;
+  yes?: boolean;
+  json?: boolean;
+}
+
+export function addTaskActionCommands(tasks: Command): void {
+  tasks
+    .command('resume [taskIds...]')
+    .description(
+      'run paused tasks again from their last completed step: by id, or in bulk by --tool/--principal/--since ' +
+        '(a bulk resume prints what it would resume; add --yes to resume them)',
+    )
+    .addOption(new Option('--tool <name>', 'paused tasks of this tool'))
+    .addOption(new Option('--principal <name>', 'paused tasks of this principal'))
+    .addOption(
+      new Option('--since <duration>', 'paused at most this long ago (90s, 15m, 2h, 7d)').argParser(
+        parseDuration,
+      ),
+    )
+    .option('--yes', 'resume every task the filter selects (without it, a bulk resume only counts them)')
+    .option('--json', 'print JSON')
+    .action(async (taskIds: string[], opts: ResumeOptions) => {
+      const bulk = taskIds.length === 0;
+      if (bulk && opts.tool === undefined && opts.principal === undefined && opts.since === undefined) {
+        throw new Error('name task ids, or select them with --tool, --principal or --since');
+      }
+      const selection: PausedSelection = bulk
+        ? { tool: opts.tool, principal: opts.principal, pausedWithinMs: opts.since }
+        : { taskIds };
+      if (bulk && opts.yes !== true)
+        return printDryRun(await withDb((db) => findPausedTasks(db, selection)), opts);
+      const resumed = await withDb((db, queue) => resumeTasks(db, queue, selection, cliActor()), {
+        queue: true,
+      });
+      if (opts.json === true) return print(`${JSON.stringify({ resumed }, null, 2)}\n`);
+      for (const id of resumed) print(`${id}: resumed\n`);
+      for (const id of bulk ? [] : taskIds.filter((t) => !resumed.includes(t))) {
+        print(`${id}: not paused (no such task, or not paused now)\n`);
+      }
+      if (bulk) print(`resumed ${resumed.length} tasks\n`);
+      if (!bulk && resumed.length < taskIds.length) process.exitCode = 1;
+    });
+
+  tasks
+    .command('fork <taskId>')
+    .description(
+      'start a finished task again under a new id (same principal, tool, arguments): from the start, or ' +
+        'with --from-step, with the steps before that one copied',
+    )
+    .addOption(new Option('--from-step <name>', 'the first step that runs again'))
+    .option('--json', 'print JSON')
+    .action(async (taskId: string, opts: { fromStep?: string; json?: boolean }) => {
+      const forked = await withDb(
+        (db, queue) => forkTask(db, queue, taskId, { fromStep: opts.fromStep }, cliActor()),
+        {
+          queue: true,
+        },
+      ).catch((err: unknown) => {
+        if (err instanceof TaskNotFoundError) throw new Error(`no task ${taskId}`);
+        if (err instanceof ForkRefusedError) throw new Error(err.message);
+        throw err;
+      });
+      if (opts.json === true)
+        return print(`${JSON.stringify({ taskId: forked, forkedFrom: taskId }, null, 2)}\n`);
+      print(
+        `${forked}: forked from ${taskId}${opts.fromStep === undefined ? '' : ` at step ${opts.fromStep}`}\n`,
+      );
+    });
+}
+
+function printDryRun(found: Awaited<ReturnType<typeof findPausedTasks>>, opts: ResumeOptions): void {
+  if (opts.json === true) {
+    print(`${JSON.stringify({ wouldResume: found.length, tasks: found }, null, 2)}\n`);
+    return;
+  }
+  print(`would resume ${found.length} paused tasks${found.length === 0 ? '' : ':'}\n`);
+  if (found.length > 0) {
+    print(
+      table(
+        ['TASK', 'TOOL', 'PRINCIPAL', 'PAUSED'],
+        found.map((t) => [t.taskId, t.toolName, t.principal, t.pausedAt.toISOString()]),
+      ),
+    );
+  }
+  print('run it again with --yes to resume them\n');
+}

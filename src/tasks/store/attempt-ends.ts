@@ -1,0 +1,49 @@
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../db/database.ts';
+
+/** How one attempt ended, for the operator's view: its outcome and, for a crash, what was thrown. */
+export interface AttemptEnd {
+  /** A leg outcome (completed, failed, crash_retry, paused, lease_lost, parked, …). */
+  outcome: string;
+  error?: { message: string; stack?: string | undefined } | undefined;
+}
+
+/** A stack excerpt is enough to find the throw; a whole one can be megabytes (and is in the log anyway). */
+export const STACK_EXCERPT_LINES = 12;
+const MESSAGE_CHARS = 2_000;
+
+/** The error's message and stack excerpt as stored: bounded, and without what Postgres cannot hold (NUL). */
+export function attemptError(error: Error): NonNullable<AttemptEnd['error']> {
+  const clean = (text: string) => text.replace(/\u0000/g, '\\0');
+  const stack = error.stack?.split('\n').slice(1, STACK_EXCERPT_LINES + 1).join('\n');
+  return {
+    message: clean(`${error.name}: ${error.message}`.slice(0, MESSAGE_CHARS)),
+    stack: stack === undefined || stack === '' ? undefined : clean(stack),
+  };
+}
+
+/** The attempt row's columns for `end`. */
+export function attemptEndColumns(end: AttemptEnd) {
+  return {
+    ended_at: sql<Date>`now()`,
+    outcome: end.outcome,
+    error_message: end.error?.message ?? null,
+    error_stack: end.error?.stack ?? null,
+  };
+}
+
+/** Records how an attempt ended (its own row: written whether or not its fence still holds the task). */
+export async function recordAttemptEnd(
+  db: Kysely<Database>,
+  taskId: string,
+  attempt: number,
+  end: AttemptEnd,
+): Promise<void> {
+  await db
+    .updateTable('task_attempts')
+    .set(attemptEndColumns(end))
+    .where('task_id', '=', taskId)
+    .where('attempt', '=', attempt)
+    .where('ended_at', 'is', null)
+    .execute();
+}

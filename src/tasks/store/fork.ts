@@ -1,0 +1,129 @@
+// A fork: a new task (new id) of the same principal, tool and arguments as a finished one, with the
+// source's history before a chosen step copied, so that its first run replays those steps and runs the
+// rest. A terminal task never changes (SEP-2663); this is how an operator redoes one (a backfill, an
+// investigation). Copied: the steps before the fork step (artifacts they wrote come along, their links
+// naming the new task), and the input answers given before it. Not copied: signals, map items (a map
+// before the fork step runs again), the result.
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../db/database.ts';
+import type { TaskQueue } from '../../queue/task-queue.ts';
+import { TaskNotFoundError } from '../errors.ts';
+import { isWellFormedTaskId, newTaskId } from '../ids.ts';
+import { TERMINAL_STATUSES } from '../status.ts';
+import { recordAction, type Actor } from './actions.ts';
+import { claimDeadline } from './lease.ts';
+
+/** A fork refused: the source is still running, or has no step of that name. */
+export class ForkRefusedError extends Error {
+  override readonly name = 'ForkRefusedError';
+}
+
+/**
+ * Forks `sourceId` (a terminal task): the new task's id. `fromStep` is the first step that runs again
+ * (undefined: the whole handler runs again, nothing copied). One transaction: the task, its copied
+ * rows, its first run, and the action on both tasks.
+ */
+export async function forkTask(
+  db: Kysely<Database>,
+  queue: TaskQueue,
+  sourceId: string,
+  { fromStep }: { fromStep?: string | undefined },
+  actor: Actor,
+): Promise<string> {
+  if (!isWellFormedTaskId(sourceId)) throw new TaskNotFoundError(sourceId.slice(0, 64));
+  return db.transaction().execute(async (trx) => {
+    const source = await trx
+      .selectFrom('tasks')
+      .select(['status', 'parent_task_id'])
+      .where('task_id', '=', sourceId)
+      .executeTakeFirst();
+    if (source === undefined || source.parent_task_id !== null) throw new TaskNotFoundError(sourceId);
+    if (!(TERMINAL_STATUSES as readonly string[]).includes(source.status)) {
+      throw new ForkRefusedError(`task ${sourceId} is ${source.status}: only a finished task can be forked`);
+    }
+    const before = fromStep === undefined ? undefined : await forkPoint(trx, sourceId, fromStep);
+    const taskId = newTaskId();
+    await insertFork(trx, sourceId, taskId);
+    if (before !== undefined) await copyHistory(trx, sourceId, taskId, before);
+    await queue.enqueueRun(trx, taskId);
+    const detail = { ...(fromStep !== undefined && { fromStep }) };
+    await recordAction(trx, [sourceId], actor, 'fork', { ...detail, newTaskId: taskId });
+    await recordAction(trx, [taskId], actor, 'forked', { ...detail, sourceTaskId: sourceId });
+    return taskId;
+  });
+}
+
+/** Where the fork step sits in the source's run: its position (and when it was recorded). */
+interface ForkPoint {
+  position: number;
+  at: Date;
+}
+
+async function forkPoint(db: Kysely<Database>, sourceId: string, fromStep: string): Promise<ForkPoint> {
+  const step = await db
+    .selectFrom('task_steps')
+    .select(['position', 'created_at'])
+    .where('task_id', '=', sourceId)
+    .where('name', '=', fromStep)
+    .executeTakeFirst();
+  if (step === undefined || step.position === null) {
+    const names = await db
+      .selectFrom('task_steps')
+      .select('name')
+      .where('task_id', '=', sourceId)
+      .orderBy('position')
+      .limit(20)
+      .execute();
+    const known = names.map((n) => n.name).join(', ');
+    throw new ForkRefusedError(
+      `task ${sourceId} has no step "${fromStep}"${known === '' ? ' (it has no steps)' : `; its steps: ${known}`}`,
+    );
+  }
+  return { position: step.position, at: step.created_at };
+}
+
+/** The new task: the source's principal, tool, arguments and settings, `working`, a run to be queued. */
+async function insertFork(db: Kysely<Database>, sourceId: string, taskId: string): Promise<void> {
+  await sql`
+    insert into tasks (task_id, principal, tool_name, arguments, prepared, client_capabilities,
+      tool_error_fails, status, status_message, ttl_ms, poll_interval_ms, expires_at, lease_expires_at,
+      concurrency_key, concurrency_limit, secret_arguments)
+    select ${taskId}, principal, tool_name, arguments, prepared, client_capabilities, tool_error_fails,
+      'working', ${`Forked from ${sourceId}`}, ttl_ms, poll_interval_ms,
+      case when ttl_ms is null then null else now() + ttl_ms * interval '1 millisecond' end, ${claimDeadline()},
+      concurrency_key, concurrency_limit, secret_arguments
+    from tasks where task_id = ${sourceId}`.execute(db);
+}
+
+/** Copies the steps before the fork point (with their artifacts) and the inputs answered before it. */
+async function copyHistory(db: Kysely<Database>, sourceId: string, taskId: string, point: ForkPoint) {
+  // Steps: a step's output names its task only in an artifact's link (uri, download URL).
+  await sql`
+    insert into task_steps (task_id, name, output, attempt, position, created_at)
+    select ${taskId}, name,
+      case when name like 'artifact:%' then replace(output::text, ${sourceId}, ${taskId})::jsonb else output end,
+      0, position, created_at
+    from task_steps
+    where task_id = ${sourceId} and position < ${point.position} and name not like 'map:%'`.execute(db);
+  await sql`
+    with source as (
+      select a.*, gen_random_uuid() as new_id from task_artifacts a
+      where a.task_id = ${sourceId} and a.state = 'complete'
+        and exists (select 1 from task_steps s where s.task_id = ${taskId} and s.name = 'artifact:' || a.name)
+    ), copied as (
+      insert into task_artifacts (artifact_id, task_id, name, mime_type, attempt, state, chunk_size, size,
+        chunks, sha256, created_at, completed_at)
+      select new_id, ${taskId}, name, mime_type, 0, state, chunk_size, size, chunks, sha256, created_at,
+        completed_at
+      from source
+    )
+    insert into task_artifact_chunks (artifact_id, seq, data)
+    select s.new_id, c.seq, c.data from source s join task_artifact_chunks c on c.artifact_id = s.artifact_id`.execute(
+    db,
+  );
+  await sql`
+    insert into task_input_requests (task_id, key, request, response, created_at, answered_at)
+    select ${taskId}, key, request, response, created_at, answered_at
+    from task_input_requests
+    where task_id = ${sourceId} and answered_at is not null and created_at < ${point.at}`.execute(db);
+}

@@ -1,0 +1,135 @@
+// Paused tasks: attempts ran out under a tool's `onExhausted: 'pause'`. A paused task stays `working`
+// (a terminal status never changes, so this is the only way an operator can still act on it), released,
+// with no run queued and no slot held, until an operator resumes it: then its attempts count afresh and
+// it runs again from its last completed step. A cancel ends a paused task at once (no attempt holds it).
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../db/database.ts';
+import type { TaskQueue } from '../../queue/task-queue.ts';
+import { attemptEndColumns, type AttemptEnd } from './attempt-ends.ts';
+import { recordAction, type Actor } from './actions.ts';
+import { settleCancelRequest } from './finish.ts';
+
+/**
+ * Pauses the task this attempt holds, and records the attempt's end, in one statement (fenced like
+ * every write of an attempt); a cancel asked for meanwhile ends it `cancelled` instead. False when the
+ * fence did not hold.
+ */
+export async function pauseAttempt(
+  db: Kysely<Database>,
+  taskId: string,
+  attempt: number,
+  { statusMessage, error }: { statusMessage: string; error: AttemptEnd['error'] },
+): Promise<boolean> {
+  const ended = attemptEndColumns({ outcome: 'paused', error });
+  return db.transaction().execute(async (trx) => {
+    const { rows } = await sql<{ task_id: string }>`
+      with paused as (
+        update tasks set paused_at = now(), status_message = ${statusMessage}, failures = failures + 1,
+          leased_by = null, lease_expires_at = null, last_updated_at = now()
+        where task_id = ${taskId} and attempt = ${attempt} and status = 'working'
+        returning task_id
+      ), ended as (
+        update task_attempts set ended_at = ${ended.ended_at}, outcome = ${ended.outcome},
+          error_message = ${ended.error_message}, error_stack = ${ended.error_stack}
+        where task_id = ${taskId} and attempt = ${attempt} and exists (select 1 from paused)
+      )
+      select task_id from paused`.execute(trx);
+    if (rows.length === 0) return false;
+    await settleCancelRequest(trx, taskId);
+    return true;
+  });
+}
+
+/** Which paused tasks to resume: by id, or by tool, principal and how recently they paused. */
+export interface PausedSelection {
+  taskIds?: readonly string[] | undefined;
+  tool?: string | undefined;
+  principal?: string | undefined;
+  /** Only tasks paused at most this long ago. */
+  pausedWithinMs?: number | undefined;
+}
+
+/** At most this many tasks are resumed by one call (a bulk resume pages through the rest). */
+export const MAX_RESUME_BATCH = 1_000;
+
+function pausedTasks(db: Kysely<Database>, selection: PausedSelection) {
+  let query = db
+    .selectFrom('tasks')
+    .where('status', '=', 'working')
+    .where('paused_at', 'is not', null)
+    .where('parent_task_id', 'is', null);
+  if (selection.taskIds !== undefined) query = query.where('task_id', 'in', [...selection.taskIds, '']);
+  if (selection.tool !== undefined) query = query.where('tool_name', '=', selection.tool);
+  if (selection.principal !== undefined) query = query.where('principal', '=', selection.principal);
+  if (selection.pausedWithinMs !== undefined) {
+    query = query.where(
+      'paused_at',
+      '>=',
+      sql<Date>`now() - ${selection.pausedWithinMs} * interval '1 millisecond'`,
+    );
+  }
+  return query.orderBy('paused_at').orderBy('task_id').limit(MAX_RESUME_BATCH);
+}
+
+/** The paused tasks a resume would touch, without touching them (a bulk resume's dry run). */
+export async function findPausedTasks(
+  db: Kysely<Database>,
+  selection: PausedSelection,
+): Promise<{ taskId: string; toolName: string; principal: string; pausedAt: Date }[]> {
+  const rows = await pausedTasks(db, selection)
+    .select(['task_id', 'tool_name', 'principal', 'paused_at'])
+    .execute();
+  return rows.map((r) => ({
+    taskId: r.task_id,
+    toolName: r.tool_name,
+    principal: r.principal,
+    pausedAt: r.paused_at!,
+  }));
+}
+
+/**
+ * Resumes the selected paused tasks: each one, in one transaction, is unpaused (guarded: still paused,
+ * still `working`), gets a fresh count of attempts and a status message saying who resumed it, has a
+ * run queued, and records the action. Returns the ids it resumed (a task resumed or cancelled meanwhile
+ * by someone else is skipped).
+ */
+export async function resumeTasks(
+  db: Kysely<Database>,
+  queue: TaskQueue,
+  selection: PausedSelection,
+  actor: Actor,
+): Promise<string[]> {
+  return db.transaction().execute(async (trx) => {
+    const rows = await trx
+      .updateTable('tasks')
+      .set({
+        paused_at: null,
+        failures: 0,
+        status_message: `Resumed by ${actor}`,
+        last_updated_at: sql`now()`,
+      })
+      .where('task_id', 'in', pausedTasks(trx, selection).select('task_id').forUpdate().skipLocked())
+      .where('status', '=', 'working')
+      .where('paused_at', 'is not', null)
+      .returning('task_id')
+      .execute();
+    const resumed = rows.map((r) => r.task_id);
+    for (const taskId of resumed) await queue.enqueueRun(trx, taskId);
+    await recordAction(
+      trx,
+      resumed,
+      actor,
+      'resume',
+      selection.taskIds === undefined ? { filter: filterOf(selection) } : {},
+    );
+    return resumed;
+  });
+}
+
+function filterOf(selection: PausedSelection): Record<string, unknown> {
+  return {
+    ...(selection.tool !== undefined && { tool: selection.tool }),
+    ...(selection.principal !== undefined && { principal: selection.principal }),
+    ...(selection.pausedWithinMs !== undefined && { pausedWithinMs: selection.pausedWithinMs }),
+  };
+}
