@@ -92,7 +92,10 @@ export function classify(
   if (delayMs !== undefined) return { kind: 'crash_retry', error, delayMs };
   const tried = failures + 1;
   const exhausted = tried >= retry.maxAttempts;
-  if (exhausted && retry.onExhausted === 'pause') return paused(error, `failed after ${attempts(tried)}`);
+  // (An error `retryIf` turns away fails, even on the last attempt: no resume would make it succeed.)
+  if (exhausted && retry.onExhausted === 'pause' && retry.retryIf(error, tried)) {
+    return paused(error, `failed after ${attempts(tried)}`);
+  }
   return {
     kind: 'failed',
     error: new ProtocolError(ProtocolErrorCode.InternalError, 'Internal error'),

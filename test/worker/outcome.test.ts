@@ -8,7 +8,7 @@ import {
   TaskParkedSignal,
   TaskSuspendedSignal,
 } from '../../src/worker/leg-signals.ts';
-import { NonRetryableError, resolveRetry } from '../../src/tools/retry.ts';
+import { NonRetryableError, resolveRetry, StepFailedError } from '../../src/tools/retry.ts';
 import { CancelRequestedError, classify, completion } from '../../src/worker/outcome.ts';
 
 /** The server's defaults: 2 retries, 1 s apart. */
@@ -89,6 +89,42 @@ describe("a tool's retry policy", () => {
       error: { message: 'account closed' },
       statusMessage: 'Tool execution failed: account closed',
     });
+  });
+});
+
+describe("classify with onExhausted: 'pause'", () => {
+  const pausing = resolveRetry({ maxAttempts: 2, onExhausted: 'pause' }, defaults);
+
+  it('pauses when the last attempt crashes, saying why without the exception', () => {
+    expect(classify(new Error('ECONNREFUSED'), undefined, { failures: 0, retry: pausing }).kind).toBe(
+      'crash_retry',
+    );
+    const outcome = classify(new Error('ECONNREFUSED'), undefined, { failures: 1, retry: pausing });
+    expect(outcome).toMatchObject({
+      kind: 'paused',
+      statusMessage: 'Paused: failed after 2 attempts; waiting for an operator to resume it',
+      crash: { message: 'ECONNREFUSED' },
+    });
+  });
+
+  it("pauses when a step's own retries run out", () => {
+    const failed = new StepFailedError('fetch', 3, new Error('503'));
+    expect(classify(failed, undefined, { failures: 0, retry: pausing })).toMatchObject({
+      kind: 'paused',
+      statusMessage: 'Paused: step "fetch" failed after 3 attempts; waiting for an operator to resume it',
+    });
+    expect(classify(failed, undefined, firstTry).kind).toBe('failed');
+  });
+
+  it('still fails what the tool says is not retried', () => {
+    const noRetry = { failures: 0, retry: resolveRetry({ ...pausing, retryIf: () => false }, defaults) };
+    expect(classify(new Error('bad input'), undefined, noRetry).kind).toBe('failed');
+    expect(classify(new Error('bad input'), undefined, { ...noRetry, failures: 1 }).kind).toBe('failed');
+    expect(classify(new NonRetryableError('closed'), undefined, { failures: 0, retry: pausing }).kind).toBe(
+      'failed',
+    );
+    const protocol = new ProtocolError(ProtocolErrorCode.InvalidParams, 'bad date');
+    expect(classify(protocol, undefined, { failures: 1, retry: pausing }).kind).toBe('failed');
   });
 });
 

@@ -43,7 +43,7 @@ export async function forkTask(
     }
     const before = fromStep === undefined ? undefined : await forkPoint(trx, sourceId, fromStep);
     const taskId = newTaskId();
-    await insertFork(trx, sourceId, taskId);
+    await insertFork(trx, sourceId, taskId, before !== undefined);
     if (before !== undefined) await copyHistory(trx, sourceId, taskId, before);
     await queue.enqueueRun(trx, taskId);
     const detail = { ...(fromStep !== undefined && { fromStep }) };
@@ -82,16 +82,25 @@ async function forkPoint(db: Kysely<Database>, sourceId: string, fromStep: strin
   return { position: step.position, at: step.created_at };
 }
 
-/** The new task: the source's principal, tool, arguments and settings, `working`, a run to be queued. */
-async function insertFork(db: Kysely<Database>, sourceId: string, taskId: string): Promise<void> {
+/**
+ * The new task: the source's principal, tool, arguments and settings, `working`, a run to be queued.
+ * With copied history its first run is attempt 2: a worker reads no history for an attempt 1 (a new
+ * task has none), and the copied steps count as the fork's attempt 1.
+ */
+async function insertFork(
+  db: Kysely<Database>,
+  sourceId: string,
+  taskId: string,
+  withHistory: boolean,
+): Promise<void> {
   await sql`
     insert into tasks (task_id, principal, tool_name, arguments, prepared, client_capabilities,
       tool_error_fails, status, status_message, ttl_ms, poll_interval_ms, expires_at, lease_expires_at,
-      concurrency_key, concurrency_limit, secret_arguments)
+      concurrency_key, concurrency_limit, secret_arguments, attempt)
     select ${taskId}, principal, tool_name, arguments, prepared, client_capabilities, tool_error_fails,
       'working', ${`Forked from ${sourceId}`}, ttl_ms, poll_interval_ms,
       case when ttl_ms is null then null else now() + ttl_ms * interval '1 millisecond' end, ${claimDeadline()},
-      concurrency_key, concurrency_limit, secret_arguments
+      concurrency_key, concurrency_limit, secret_arguments, ${withHistory ? 1 : 0}
     from tasks where task_id = ${sourceId}`.execute(db);
 }
 
@@ -102,7 +111,7 @@ async function copyHistory(db: Kysely<Database>, sourceId: string, taskId: strin
     insert into task_steps (task_id, name, output, attempt, position, created_at)
     select ${taskId}, name,
       case when name like 'artifact:%' then replace(output::text, ${sourceId}, ${taskId})::jsonb else output end,
-      0, position, created_at
+      1, position, created_at
     from task_steps
     where task_id = ${sourceId} and position < ${point.position} and name not like 'map:%'`.execute(db);
   await sql`
@@ -113,7 +122,7 @@ async function copyHistory(db: Kysely<Database>, sourceId: string, taskId: strin
     ), copied as (
       insert into task_artifacts (artifact_id, task_id, name, mime_type, attempt, state, chunk_size, size,
         chunks, sha256, created_at, completed_at)
-      select new_id, ${taskId}, name, mime_type, 0, state, chunk_size, size, chunks, sha256, created_at,
+      select new_id, ${taskId}, name, mime_type, 1, state, chunk_size, size, chunks, sha256, created_at,
         completed_at
       from source
     )
