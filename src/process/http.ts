@@ -20,6 +20,7 @@ import { artifactResourceTemplate } from '../protocol/artifact-resource.ts';
 import { ArtifactReader } from '../tasks/artifacts.ts';
 import { createSessionTransport, SessionService } from '../rev2025-11-25/index.ts';
 import { TaskChanges } from '../tasks/changes.ts';
+import type { TaskQueue } from '../queue/task-queue.ts';
 import type { TaskService } from '../tasks/service.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import { RequestStateSealer } from '../tools/request-state.ts';
@@ -41,6 +42,8 @@ export interface McpEndpointParts {
   prompts?: readonly PromptDefinition[] | undefined;
   /** The process's task service (its eager starts use this process's workers). */
   tasks: TaskService;
+  /** The run queue: the dashboard's resume and fork queue a task's run. */
+  queue: TaskQueue;
   events: ServerEvents;
   feed: ChangeFeed;
   operational: Operational;
@@ -141,7 +144,13 @@ export async function serveMcp(parts: McpEndpointParts, cleanups: CleanupStack):
       dashboard:
         config.DASHBOARD_TOKEN === undefined
           ? undefined
-          : { token: config.DASHBOARD_TOKEN, db, tools: parts.tools.list().map((t) => t.name), log },
+          : {
+              token: config.DASHBOARD_TOKEN,
+              db,
+              queue: parts.queue,
+              tools: parts.tools.list().map((t) => t.name),
+              log,
+            },
       sessions: (binding) =>
         createSessionTransport({
           ...binding,

@@ -154,6 +154,7 @@ export async function startProcess(opts: ProcessOptions): Promise<ServerProcess>
               resourceTemplates: opts.resourceTemplates,
               prompts: opts.prompts,
               tasks,
+              queue,
               events,
               feed,
               operational,

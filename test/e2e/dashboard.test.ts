@@ -4,18 +4,18 @@
 // test-output/dashboard/. Plus the credential, CSRF and origin checks over plain HTTP.
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool } from '../../src/index.ts';
 import type { ServerProcess } from '../../src/process/start.ts';
 import { SHIPPED_TOOLS, SHIPPED_TOOLS_MODULE } from '../../src/tools/shipped/index.ts';
+import { CHROMIUM, launchChromium, signedInPage, textOf } from '../helpers/dashboard-browser.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { RawMcp } from '../helpers/mcp.ts';
 import { startTestProcess } from '../helpers/server-process.ts';
 import { startNginx, type Nginx } from '../system/lib/nginx.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const TOKEN = 'dashboard-token-for-tests-0123';
 const SHOTS = path.resolve(import.meta.dirname, '../../test-output/dashboard');
 // Small pools: four runtimes here share the test Postgres (max_connections 100) with the file vitest runs beside.
@@ -67,7 +67,8 @@ beforeAll(async () => {
     .taskId as string;
   const slow = { count: 200_000, chunkSize: 1000, delayMsPerChunk: 200 };
   ids.cancelled = (await mcp.callTool('analyze_numbers', slow)).taskId as string;
-  ids.working = (await mcp.callTool('analyze_numbers', slow)).taskId as string;
+  // (Slower: it must still run when the last test of this file checks that nothing cancelled it.)
+  ids.working = (await mcp.callTool('analyze_numbers', { ...slow, delayMsPerChunk: 2000 })).taskId as string;
   ids.toCancel = (await mcp.callTool('analyze_numbers', slow)).taskId as string;
   await mcp.waitForTask(ids.completed);
   await mcp.waitForTask(ids.failed);
@@ -80,18 +81,7 @@ beforeAll(async () => {
   await mcp.waitForTask(ids.toCancel, (t) => typeof t.statusMessage === 'string');
 
   mkdirSync(SHOTS, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
 }, 120_000);
 
 afterAll(async () => {
@@ -130,8 +120,10 @@ describe('the dashboard in Chromium, through nginx in front of two instances', (
     await expect(page.textContent('[role=alert]')).resolves.toContain('not the dashboard token');
     await page.screenshot({ path: path.join(SHOTS, '1-sign-in.png') });
     await page.fill('input[name=token]', TOKEN);
+    await page.fill('input[name=operator]', 'alice');
     await page.click('button');
     expect(new URL(page.url()).pathname).toBe('/dashboard');
+    expect(await page.textContent('header .who')).toBe('dashboard:alice');
 
     // Every state, each task where it belongs.
     const rows = await rowsOf(page);
@@ -160,32 +152,63 @@ describe('the dashboard in Chromium, through nginx in front of two instances', (
     await page.click('form.filters button');
     expect((await rowsOf(page)).length).toBe(6);
 
-    // One task's page: its timeline (created, the attempt on a worker, each step, the end) and result.
+    // One task's page: its timeline (created, the attempt on a worker, its steps, the end) and result.
     await page.click(`a[href="/dashboard/tasks/${ids.completed}"]`);
-    const timeline = await page.textContent('ol.timeline');
+    const timeline = await textOf(page, 'ol.timeline');
     expect(timeline).toContain('Created by');
     expect(timeline).toMatch(/Attempt 1 started on worker \S+, lease until/);
-    for (const step of ['chunk-1', 'chunk-2', 'chunk-3'])
-      expect(timeline).toContain(`Step ${step} done (attempt 1)`);
+    expect(timeline).toMatch(/Attempt 1 ended completed/);
+    // Its three chunk steps are one row, which opens onto each.
+    const steps = page.locator('ol.timeline details.steps');
+    expect((await steps.locator('summary').textContent())?.replace(/\s+/g, ' ')).toMatch(
+      /^ ?Steps chunk-\* ×3 done \(first at \S+ \S+, last at \S+ \S+, attempt 1\) ?$/,
+    );
+    expect(await steps.locator('li code').allTextContents()).toEqual(['chunk-1', 'chunk-2', 'chunk-3']);
     expect(timeline).toContain('Ended completed');
     expect(await page.textContent('pre.outcome')).toContain('"sum"');
-    expect(await page.$('form.cancel')).toBeNull();
+    expect(await page.textContent('pre.arguments')).toContain('"chunkSize": 1000');
+    // Finished: nothing to cancel; it may be forked.
+    expect(await page.$('a[href$="/cancel"]')).toBeNull();
+    expect(await page.$(`a[href="/dashboard/tasks/${ids.completed}/fork"]`)).not.toBeNull();
     await page.screenshot({ path: path.join(SHOTS, '4-task-completed.png'), fullPage: true });
 
-    // The task waiting for input: the question is on the timeline, the form has no answer to show.
+    // The task waiting for input: the question, first on the page and on the timeline; never an answer.
     await page.goto(`${base}/dashboard/tasks/${ids.input_required}`);
-    expect(await page.textContent('ol.timeline')).toContain('Asked for input confirm (elicitation/create)');
+    const question = 'Do you confirm this action: drop the staging table?';
+    expect(await textOf(page, 'section.waiting')).toContain(`Waiting for input: ${question}`);
+    expect(await textOf(page, 'ol.timeline')).toContain(
+      `Asked for input confirm (elicitation/create): ${question}`,
+    );
 
-    // Cancel a running task from its page: the handler sees it and the task ends `cancelled`.
+    // A task its client cancelled: the timeline says the client asked.
+    await page.goto(`${base}/dashboard/tasks/${ids.cancelled}`);
+    expect(await textOf(page, 'ol.timeline')).toContain('Cancel requested by the client (local)');
+
+    // Cancel a running task from its page: the button leads to a confirmation page, which cancels nothing.
     await page.goto(`${base}/dashboard/tasks/${ids.toCancel}`);
     expect(await page.textContent('h1 .badge')).toBe('working');
     await page.screenshot({ path: path.join(SHOTS, '5-task-running.png'), fullPage: true });
-    await page.click('form.cancel button');
-    expect(await page.textContent('ol.timeline')).toContain('Cancel requested');
+    await page.click('a.button.danger');
+    expect(new URL(page.url()).pathname).toBe(`/dashboard/tasks/${ids.toCancel}/cancel`);
+    expect(await textOf(page, 'section.confirm h1')).toBe(
+      `Cancel task ${ids.toCancel} (analyze_numbers, local)?`,
+    );
+    await page.screenshot({ path: path.join(SHOTS, '5b-confirm-cancel.png'), fullPage: true });
+    const before = await tdb.db
+      .selectFrom('tasks')
+      .select(['status', 'cancel_requested_at'])
+      .where('task_id', '=', ids.toCancel)
+      .executeTakeFirstOrThrow();
+    expect(before).toEqual({ status: 'working', cancel_requested_at: null });
+    // Confirmed: the handler sees it and the task ends `cancelled`; the timeline says who cancelled.
+    await page.click('form.confirm button');
+    expect(new URL(page.url()).pathname).toBe(`/dashboard/tasks/${ids.toCancel}`);
+    expect(await textOf(page, 'ol.timeline')).toMatch(/Cancel(led| requested) by dashboard:alice/);
     // The page refreshes itself every 2 s while the task is active.
     // (A locator waits from Playwright's own world: the page's CSP allows no script, not even this test's.)
     await page.locator('h1 .badge', { hasText: /^cancelled$/ }).waitFor({ timeout: 20_000 });
-    expect(await page.textContent('ol.timeline')).toContain('Ended cancelled');
+    expect(await textOf(page, 'ol.timeline')).toContain('Ended cancelled');
+    expect(await textOf(page, 'ol.timeline')).toContain('Cancelled by dashboard:alice');
     await page.screenshot({ path: path.join(SHOTS, '6-task-cancelled.png'), fullPage: true });
     const viaMcp = await mcp.getTask(ids.toCancel);
     expect(viaMcp.status).toBe('cancelled');
@@ -244,17 +267,6 @@ describe('the dashboard in Chromium, through nginx in front of two instances', (
   }, 60_000);
 });
 
-/** A new browser page, signed in (as `name`, when given). */
-async function signedIn(name?: string): Promise<Page> {
-  const { page } = await newPage();
-  await page.goto(`${base}/dashboard/login`);
-  await page.fill('input[name=token]', TOKEN);
-  if (name !== undefined) await page.fill('input[name=operator]', name);
-  await page.click('button');
-  expect(new URL(page.url()).pathname).toBe('/dashboard');
-  return page;
-}
-
 describe('the charts', () => {
   /** A chart's time-axis ticks (label and the instant it marks), its y-axis maximum and its bars. */
   const chartOf = async (page: Page, chart: 'throughput' | 'backlog') => {
@@ -282,7 +294,7 @@ describe('the charts', () => {
   };
 
   it('have a UTC time axis and a y-axis maximum, and the range links change their span', async () => {
-    const page = await signedIn();
+    const page = await signedInPage(browser!, base, TOKEN);
     const defaults = await chartOf(page, 'throughput');
     expect(defaults.minutes).toBe(60);
     expectAxis(defaults.ticks, 10);

@@ -2,7 +2,13 @@
 import { html } from 'hono/html';
 import { BASE, type Html } from './format.ts';
 
-export function layout(title: string, body: Html, csrf: string, refreshSeconds?: number): Html {
+/** Who is looking: the sign-in's CSRF token (for every form) and who acts (shown in the header). */
+export interface Viewer {
+  csrf: string;
+  actor: string;
+}
+
+export function layout(title: string, body: Html, viewer: Viewer, refreshSeconds?: number): Html {
   return html`<!doctype html>
     <html lang="en">
       <head>
@@ -16,8 +22,9 @@ export function layout(title: string, body: Html, csrf: string, refreshSeconds?:
         <header>
           <a class="brand" href="${BASE}">durable-mcp-tasks</a>
           <nav><a href="${BASE}">Tasks</a></nav>
+          <span class="who">${viewer.actor}</span>
           <form method="post" action="${BASE}/logout">
-            <input type="hidden" name="csrf" value="${csrf}" /><button class="link">Sign out</button>
+            <input type="hidden" name="csrf" value="${viewer.csrf}" /><button class="link">Sign out</button>
           </form>
         </header>
         <main>${body}</main>
@@ -40,6 +47,10 @@ export function loginPage(error?: string): Html {
             <label
               >Dashboard token
               <input type="password" name="token" autocomplete="current-password" autofocus required
+            /></label>
+            <label
+              >Your name <span class="muted">(optional: the audit trail says who acted)</span>
+              <input name="operator" autocomplete="username" maxlength="64"
             /></label>
             ${error === undefined ? '' : html`<p class="error" role="alert">${error}</p>`}
             <button>Sign in</button>

@@ -7,7 +7,7 @@ import type { ActivityMinute, AdminTask, AdminTaskFilter } from '../../tasks/sto
 import type { readStoreStats } from '../../tasks/store/stats.ts';
 import { backlogChart, bucketLabel, RANGES, throughputChart, type RangeName } from './charts.ts';
 import { ago, badge, BASE, iso, LIST_TEXT_CHARS, truncate, type Html } from './format.ts';
-import { layout } from './layout.ts';
+import { layout, type Viewer } from './layout.ts';
 
 const AGES: Record<string, number> = {
   '15m': 15 * 60_000,
@@ -16,7 +16,8 @@ const AGES: Record<string, number> = {
   '7d': 604_800_000,
 };
 
-const STATUS_FILTERS: readonly string[] = TASK_STATUSES;
+/** The statuses to filter by: the wire's, and `paused` (working, its attempts run out, held for an operator). */
+const STATUS_FILTERS: readonly string[] = [...TASK_STATUSES, 'paused'];
 
 interface ListQuery {
   status: string[];
@@ -58,7 +59,7 @@ export interface ListPage {
   range: RangeName;
   filter: { query: ListQuery };
   tools: readonly string[];
-  csrf: string;
+  viewer: Viewer;
 }
 
 /** The two charts over the chosen span, with links to the other spans. */
@@ -89,7 +90,7 @@ function chartsSection(activity: ActivityMinute[], range: RangeName, q: ListQuer
     </section>`;
 }
 
-export function listPage({ tasks, stats, activity, range, filter, tools, csrf }: ListPage): Html {
+export function listPage({ tasks, stats, activity, range, filter, tools, viewer }: ListPage): Html {
   const q = filter.query;
   const cards = [...ACTIVE_STATUSES, ...TERMINAL_STATUSES].map(
     (s) =>
@@ -164,7 +165,7 @@ export function listPage({ tasks, stats, activity, range, filter, tools, csrf }:
                     </td>
                     <td>${t.toolName}</td>
                     <td>${t.principal}</td>
-                    <td>${badge(t.status)}</td>
+                    <td>${badge(t.status)}${t.pausedAt === null ? '' : html` ${badge('paused')}`}</td>
                     <td class="msg">${truncate(t.statusMessage ?? '', LIST_TEXT_CHARS)}</td>
                     <td title="${iso(t.createdAt)}">${ago(t.createdAt)}</td>
                     <td title="${iso(t.lastUpdatedAt)}">${ago(t.lastUpdatedAt)}</td>
@@ -177,5 +178,5 @@ export function listPage({ tasks, stats, activity, range, filter, tools, csrf }:
       </tbody>
     </table>
     <p class="muted">${tasks.length} shown, newest first (at most 200).</p>`;
-  return layout('Tasks', body, csrf);
+  return layout('Tasks', body, viewer);
 }

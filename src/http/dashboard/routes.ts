@@ -1,15 +1,12 @@
 // The operator's task dashboard at /dashboard: server-rendered HTML with no script and no CDN, off unless
 // DASHBOARD_TOKEN is set (session.ts says who may use it). Reads go through the store's admin functions;
-// the cancel button takes the tasks/cancel store path.
+// an operator's actions (task-actions.ts) through the store paths the CLI takes.
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { html } from 'hono/html';
-import type { Logger } from '../../log.ts';
-import { TaskNotFoundError } from '../../tasks/errors.ts';
-import { adminActivity, adminCancelTask, adminGetTask, adminListTasks } from '../../tasks/store/admin.ts';
+import { adminActivity, adminGetTask, adminListTasks } from '../../tasks/store/admin.ts';
 import { readStoreStats } from '../../tasks/store/stats.ts';
 import { RANGES, rangeOf } from './charts.ts';
-import { BASE } from './format.ts';
 import { layout, loginPage } from './layout.ts';
 import { filterOf, listPage } from './list-page.ts';
 import {
@@ -22,16 +19,15 @@ import {
   type Env,
 } from './session.ts';
 import { STYLE } from './style.ts';
+import { addTaskActions, type TaskActionOptions, viewerOf } from './task-actions.ts';
 import { taskPage } from './task-page.ts';
 
-export interface DashboardOptions {
+export interface DashboardOptions extends TaskActionOptions {
   /** The admin credential (DASHBOARD_TOKEN). */
   token: string;
-  db: Parameters<typeof adminListTasks>[0];
   /** The registered tools, for the filter. */
   tools: readonly string[];
   bossSchema?: string | undefined;
-  log: Logger;
 }
 
 export function dashboardRoutes(opts: DashboardOptions): Hono<Env> {
@@ -57,30 +53,19 @@ export function dashboardRoutes(opts: DashboardOptions): Hono<Env> {
       readStoreStats(opts.db, opts.bossSchema),
       adminActivity(opts.db, RANGES[range].minutes),
     ]);
-    const csrf = c.get('csrf');
-    return c.html(listPage({ tasks, stats, activity, range, filter, tools: opts.tools, csrf }));
+    return c.html(
+      listPage({ tasks, stats, activity, range, filter, tools: opts.tools, viewer: viewerOf(c) }),
+    );
   });
   app.get('/tasks/:id', auth, async (c) => {
     const history = await adminGetTask(opts.db, c.req.param('id'));
-    const csrf = c.get('csrf');
     if (history === undefined)
-      return c.html(layout('Not found', html`<p>No task ${c.req.param('id').slice(0, 64)}.</p>`, csrf), 404);
-    return c.html(taskPage(history, csrf));
+      return c.html(
+        layout('Not found', html`<p>No task ${c.req.param('id').slice(0, 64)}.</p>`, viewerOf(c)),
+        404,
+      );
+    return c.html(taskPage(history, viewerOf(c)));
   });
-  app.post('/tasks/:id/cancel', auth, formChecked, async (c) => {
-    const taskId = c.req.param('id');
-    try {
-      const outcome = await adminCancelTask(opts.db, taskId);
-      opts.log.info('dashboard cancel', {
-        taskId,
-        status: outcome.status,
-        cancelledNow: outcome.cancelledNow,
-      });
-    } catch (err) {
-      if (err instanceof TaskNotFoundError) return c.text('Not found', 404);
-      throw err;
-    }
-    return c.redirect(`${BASE}/tasks/${encodeURIComponent(taskId)}`, 303);
-  });
+  addTaskActions(app, auth, opts);
   return app;
 }

@@ -1,17 +1,18 @@
 // Who may use the dashboard, and how a form proves it came from the dashboard's own page. Sign-in with
-// DASHBOARD_TOKEN sets an HttpOnly, SameSite=Strict cookie: a random value per sign-in, kept (hashed) in
-// Postgres so that every instance behind a round-robin load balancer knows it, deleted at sign-out. A
-// request with the token itself (Authorization: Bearer) needs no cookie. Every POST carries the sign-in's
-// own CSRF token and must come from the dashboard's own origin.
+// DASHBOARD_TOKEN (and, optionally, the operator's name, which the audit trail records) sets an HttpOnly,
+// SameSite=Strict cookie: a random value per sign-in, kept (hashed) in Postgres so that every instance
+// behind a round-robin load balancer knows it, deleted at sign-out. A request with the token itself
+// (Authorization: Bearer) needs no cookie. Every POST carries the sign-in's own CSRF token and must come
+// from the dashboard's own origin.
 import { createHmac } from 'node:crypto';
 import type { Context, Handler, MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { Logger } from '../../log.ts';
 import {
   closeDashboardSession,
-  dashboardSessionCsrf,
   DASHBOARD_SESSION_MS,
   openDashboardSession,
+  readDashboardSession,
 } from '../../tasks/store/dashboard-sessions.ts';
 import { bearerToken, sameSecret } from '../auth/secret.ts';
 import { BASE } from './format.ts';
@@ -19,8 +20,29 @@ import { loginPage } from './layout.ts';
 
 const COOKIE = 'durable_mcp_dashboard';
 
-/** What a signed-in request carries: the CSRF token its forms must send back. */
-export type Env = { Variables: { csrf: string } };
+/**
+ * What a signed-in request carries: the CSRF token its forms must send back, and who acts for the audit
+ * trail (`dashboard:<name>`, or `dashboard` without a name or with the bearer token).
+ */
+export type Env = { Variables: { csrf: string; actor: string } };
+
+/** The longest operator name a sign-in takes. */
+export const MAX_OPERATOR_CHARS = 64;
+
+/**
+ * The operator's name as given at sign-in: trimmed, null when empty, undefined when it is not a name
+ * (over 64 characters, or anything but letters, marks, digits, punctuation, symbols and spaces).
+ */
+export function operatorName(value: unknown): string | null | undefined {
+  if (value === undefined) return null;
+  if (typeof value !== 'string') return undefined;
+  const name = value.trim();
+  if (name === '') return null;
+  if ([...name].length > MAX_OPERATOR_CHARS) return undefined;
+  return /^[\p{L}\p{M}\p{N}\p{P}\p{S} ]+$/u.test(name) ? name : undefined;
+}
+
+const actorOf = (operator: string | null) => (operator === null ? 'dashboard' : `dashboard:${operator}`);
 
 export interface SessionOptions {
   /** The admin credential (DASHBOARD_TOKEN). */
@@ -83,7 +105,7 @@ export const sameOriginForms: MiddlewareHandler = async (c, next) => {
   return next();
 };
 
-/** POST /login: the token against DASHBOARD_TOKEN; a new sign-in and its cookie. */
+/** POST /login: the token against DASHBOARD_TOKEN; a new sign-in, with the operator's name, and its cookie. */
 export function signIn(opts: SessionOptions): Handler {
   return async (c) => {
     const form = await c.req.parseBody();
@@ -91,7 +113,16 @@ export function signIn(opts: SessionOptions): Handler {
       opts.log.warn('dashboard sign-in refused');
       return c.html(loginPage('That token is not the dashboard token.'), 401);
     }
-    const { token } = await openDashboardSession(opts.db);
+    const operator = operatorName(form.operator);
+    if (operator === undefined) {
+      return c.html(
+        loginPage(
+          `Your name: at most ${MAX_OPERATOR_CHARS} printable characters (letters, digits, punctuation).`,
+        ),
+        400,
+      );
+    }
+    const { token } = await openDashboardSession(opts.db, operator);
     setCookie(c, COOKIE, token, {
       path: BASE,
       httpOnly: true,
@@ -120,12 +151,14 @@ export function signedIn(opts: SessionOptions): MiddlewareHandler<Env> {
   return async (c, next) => {
     if (sameSecret(bearerToken(c.req.header('authorization')), opts.token)) {
       c.set('csrf', bearerCsrf);
+      c.set('actor', actorOf(null));
       return next();
     }
     const cookie = getCookie(c, COOKIE);
-    const csrf = cookie === undefined ? undefined : await dashboardSessionCsrf(opts.db, cookie);
-    if (csrf !== undefined) {
-      c.set('csrf', csrf);
+    const session = cookie === undefined ? undefined : await readDashboardSession(opts.db, cookie);
+    if (session !== undefined) {
+      c.set('csrf', session.csrf);
+      c.set('actor', actorOf(session.operator));
       return next();
     }
     if (c.req.method === 'GET') return c.redirect(`${BASE}/login`, 303);

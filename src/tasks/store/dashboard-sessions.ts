@@ -10,30 +10,41 @@ const random = () => randomBytes(32).toString('base64url');
 
 /**
  * A new sign-in: a random cookie value (256 bits) and its own CSRF token; only the cookie's hash is
- * stored. Ended sign-ins are deleted in the same statement, so the table holds live ones only.
+ * stored, with the name the operator gave (null: none), which the audit trail records as who acted.
+ * Ended sign-ins are deleted in the same statement, so the table holds live ones only.
  */
-export async function openDashboardSession(db: Kysely<Database>): Promise<{ token: string; csrf: string }> {
+export async function openDashboardSession(
+  db: Kysely<Database>,
+  operator: string | null = null,
+): Promise<{ token: string; csrf: string }> {
   const token = random();
   const csrf = random();
   await sql`
     with expired as (delete from dashboard_sessions where expires_at < now())
-    insert into dashboard_sessions (token_hash, csrf, expires_at)
-    values (${hashOf(token)}, ${csrf}, now() + ${DASHBOARD_SESSION_MS} * interval '1 millisecond')`.execute(
-    db,
-  );
+    insert into dashboard_sessions (token_hash, csrf, expires_at, operator)
+    values (${hashOf(token)}, ${csrf}, now() + ${DASHBOARD_SESSION_MS} * interval '1 millisecond',
+            ${operator})`.execute(db);
   return { token, csrf };
 }
 
-/** The CSRF token of the live sign-in this cookie value names; undefined for any other value. */
-export async function dashboardSessionCsrf(db: Kysely<Database>, token: string): Promise<string | undefined> {
+/** A live sign-in: its CSRF token and the operator's name (null: none given). */
+export interface DashboardSession {
+  csrf: string;
+  operator: string | null;
+}
+
+/** The live sign-in this cookie value names; undefined for any other value. */
+export async function readDashboardSession(
+  db: Kysely<Database>,
+  token: string,
+): Promise<DashboardSession | undefined> {
   // Any value a browser may send: only a hash of it reaches Postgres.
-  const row = await db
+  return db
     .selectFrom('dashboard_sessions')
-    .select('csrf')
+    .select(['csrf', 'operator'])
     .where('token_hash', '=', hashOf(token))
     .where('expires_at', '>', sql<Date>`now()`)
     .executeTakeFirst();
-  return row?.csrf;
 }
 
 /** Sign-out: the cookie is worthless from now on, on every instance. */
