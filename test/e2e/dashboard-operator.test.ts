@@ -334,6 +334,10 @@ describe("the actions' forms over plain HTTP", () => {
     await server.mcp.result('tasks/cancel', { taskId: running });
     await server.mcp.waitForTask(running);
     expect((await fetch(taskUrl(running, '/cancel'), { headers: auth })).status).toBe(409);
+    // A cancel form from before the end cancels nothing, and the audit trail holds no dashboard cancel.
+    expect((await post(taskUrl(running, '/cancel'), { csrf })).status).toBe(409);
+    const after = (await adminGetTask(server.rt.db, running))!.actions;
+    expect(after.filter((a) => a.actor.startsWith('dashboard'))).toEqual([]);
     // A step the task does not have.
     const done = await started('analyze_numbers', { count: 1000, chunkSize: 1000 });
     await server.mcp.waitForTask(done);

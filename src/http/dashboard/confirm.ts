@@ -4,7 +4,7 @@ import { html } from 'hono/html';
 import type { TaskHistory } from '../../tasks/store/admin.ts';
 import { PAGE_TEXT_CHARS, truncate, type Html } from './format.ts';
 import { layout, type Viewer } from './layout.ts';
-import { statusBadges, taskHref } from './task-page.ts';
+import { statusBadges, taskHref, type TaskAction } from './task-state.ts';
 
 type Task = TaskHistory['task'];
 
@@ -30,7 +30,7 @@ function confirmPage(viewer: Viewer, title: string, task: Task, question: Html, 
   );
 }
 
-const confirmForm = (viewer: Viewer, task: Task, action: string, button: Html, fields: Html = html``) =>
+const confirmForm = (viewer: Viewer, task: Task, action: TaskAction, button: Html, fields: Html = html``) =>
   html`<form method="post" action="${taskHref(task.taskId, action)}" class="confirm ${action}">
     <input type="hidden" name="csrf" value="${viewer.csrf}" />
     ${fields}
@@ -51,7 +51,7 @@ export function notNowPage(viewer: Viewer, task: Task, why: string): Html {
   );
 }
 
-export function confirmCancelPage(viewer: Viewer, task: Task): Html {
+function confirmCancelPage(viewer: Viewer, { task }: TaskHistory): Html {
   return confirmPage(
     viewer,
     `Cancel ${task.taskId}`,
@@ -70,7 +70,7 @@ export function confirmCancelPage(viewer: Viewer, task: Task): Html {
   );
 }
 
-export function confirmResumePage(viewer: Viewer, task: Task): Html {
+function confirmResumePage(viewer: Viewer, { task }: TaskHistory): Html {
   return confirmPage(
     viewer,
     `Resume ${task.taskId}`,
@@ -89,7 +89,7 @@ export function confirmResumePage(viewer: Viewer, task: Task): Html {
   );
 }
 
-export function confirmForkPage(viewer: Viewer, history: TaskHistory): Html {
+function confirmForkPage(viewer: Viewer, history: TaskHistory): Html {
   const { task } = history;
   const names = [...new Set(history.steps.map((s) => s.name))].slice(0, MAX_FORK_STEPS);
   return confirmPage(
@@ -116,3 +116,10 @@ export function confirmForkPage(viewer: Viewer, history: TaskHistory): Html {
     ),
   );
 }
+
+/** Each action's confirmation page. */
+export const CONFIRM_PAGES: Record<TaskAction, (viewer: Viewer, history: TaskHistory) => Html> = {
+  cancel: confirmCancelPage,
+  resume: confirmResumePage,
+  fork: confirmForkPage,
+};

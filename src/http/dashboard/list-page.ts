@@ -6,8 +6,9 @@ import { ACTIVE_STATUSES, TERMINAL_STATUSES } from '../../tasks/status.ts';
 import type { ActivityMinute, AdminTask, AdminTaskFilter } from '../../tasks/store/admin.ts';
 import type { readStoreStats } from '../../tasks/store/stats.ts';
 import { backlogChart, bucketLabel, RANGES, throughputChart, type RangeName } from './charts.ts';
-import { ago, badge, BASE, iso, LIST_TEXT_CHARS, truncate, type Html } from './format.ts';
+import { ago, BASE, iso, LIST_TEXT_CHARS, truncate, type Html } from './format.ts';
 import { layout, type Viewer } from './layout.ts';
+import { statusBadges, taskHref } from './task-state.ts';
 
 const AGES: Record<string, number> = {
   '15m': 15 * 60_000,
@@ -161,11 +162,11 @@ export function listPage({ tasks, stats, activity, range, filter, tools, viewer 
                 (t) =>
                   html`<tr data-task-id="${t.taskId}" data-status="${t.status}">
                     <td>
-                      <a class="id" href="${BASE}/tasks/${encodeURIComponent(t.taskId)}">${t.taskId}</a>
+                      <a class="id" href="${taskHref(t.taskId)}">${t.taskId}</a>
                     </td>
                     <td>${t.toolName}</td>
                     <td>${t.principal}</td>
-                    <td>${badge(t.status)}${t.pausedAt === null ? '' : html` ${badge('paused')}`}</td>
+                    <td>${statusBadges(t)}</td>
                     <td class="msg">${truncate(t.statusMessage ?? '', LIST_TEXT_CHARS)}</td>
                     <td title="${iso(t.createdAt)}">${ago(t.createdAt)}</td>
                     <td title="${iso(t.lastUpdatedAt)}">${ago(t.lastUpdatedAt)}</td>

@@ -5,14 +5,13 @@ import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { html } from 'hono/html';
 import type { Logger } from '../../log.ts';
 import { TaskNotFoundError } from '../../tasks/errors.ts';
-import { ACTIVE_STATUSES, TERMINAL_STATUSES } from '../../tasks/status.ts';
-import { adminCancelTask, adminGetTask, type TaskHistory } from '../../tasks/store/admin.ts';
+import { adminCancelTask, adminGetTask } from '../../tasks/store/admin.ts';
 import { forkTask, ForkRefusedError } from '../../tasks/store/fork.ts';
 import { resumeTasks } from '../../tasks/store/pause.ts';
-import { confirmCancelPage, confirmForkPage, confirmResumePage, notNowPage } from './confirm.ts';
+import { CONFIRM_PAGES, notNowPage } from './confirm.ts';
 import { layout, type Viewer } from './layout.ts';
 import { formChecked, type Env } from './session.ts';
-import { taskHref } from './task-page.ts';
+import { isActive, refusal, TASK_ACTIONS, taskHref } from './task-state.ts';
 
 export interface TaskActionOptions {
   db: Parameters<typeof adminGetTask>[0];
@@ -29,47 +28,25 @@ export const viewerOf = (c: Context<Env>): Viewer => ({ csrf: c.get('csrf'), act
 const notFound = (c: Context<Env>) =>
   c.html(layout('Not found', html`<p>No task ${c.req.param('id')?.slice(0, 64)}.</p>`, viewerOf(c)), 404);
 
-const isActive = (task: TaskHistory['task']) => (ACTIVE_STATUSES as readonly string[]).includes(task.status);
-
-/** Why `action` cannot be taken on this task now (undefined: it can). */
-function refusal(action: 'cancel' | 'resume' | 'fork', task: TaskHistory['task']): string | undefined {
-  switch (action) {
-    case 'cancel':
-      if (!isActive(task)) return `It has ended (${task.status}): there is nothing to cancel.`;
-      return task.cancelRequestedAt === null ? undefined : 'Its cancel has been requested already.';
-    case 'resume':
-      return task.pausedAt !== null && task.status === 'working' ? undefined : 'It is not paused.';
-    case 'fork':
-      return (TERMINAL_STATUSES as readonly string[]).includes(task.status)
-        ? undefined
-        : `It is ${task.status}: only a finished task can be forked.`;
-  }
-}
-
 /** Adds the three actions' confirmation pages (GET) and their forms' targets (POST) to `app`. */
 export function addTaskActions(app: Hono<Env>, auth: MiddlewareHandler<Env>, opts: TaskActionOptions): void {
-  const confirmations = {
-    cancel: (v: Viewer, h: TaskHistory) => confirmCancelPage(v, h.task),
-    resume: (v: Viewer, h: TaskHistory) => confirmResumePage(v, h.task),
-    fork: (v: Viewer, h: TaskHistory) => confirmForkPage(v, h),
-  };
-  for (const [action, page] of Object.entries(confirmations) as [
-    keyof typeof confirmations,
-    typeof confirmations.fork,
-  ][]) {
+  for (const action of TASK_ACTIONS) {
     app.get(`/tasks/:id/${action}`, auth, async (c) => {
       const history = await adminGetTask(opts.db, c.req.param('id'));
       if (history === undefined) return notFound(c);
       const why = refusal(action, history.task);
-      return why === undefined
-        ? c.html(page(viewerOf(c), history))
-        : c.html(notNowPage(viewerOf(c), history.task, why), 409);
+      if (why !== undefined) return c.html(notNowPage(viewerOf(c), history.task, why), 409);
+      return c.html(CONFIRM_PAGES[action](viewerOf(c), history));
     });
   }
 
   app.post('/tasks/:id/cancel', auth, formChecked, async (c) => {
     const taskId = c.req.param('id');
     const actor = c.get('actor');
+    // A form from a page older than the task's end cancels nothing (and records nothing).
+    const history = await adminGetTask(opts.db, taskId);
+    if (history !== undefined && !isActive(history.task))
+      return c.html(notNowPage(viewerOf(c), history.task, refusal('cancel', history.task)!), 409);
     try {
       const outcome = await adminCancelTask(opts.db, taskId, actor);
       opts.log.info('dashboard cancel', {

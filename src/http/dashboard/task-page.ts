@@ -2,39 +2,25 @@
 // resume), then its facts and the actions an operator may take (each through a confirmation page), its
 // arguments, its attempts and how each ended, its timeline, its artifacts and its outcome.
 import { html } from 'hono/html';
-import { ACTIVE_STATUSES, TERMINAL_STATUSES } from '../../tasks/status.ts';
 import type { TaskHistory } from '../../tasks/store/admin.ts';
-import { ago, badge, BASE, iso, PAGE_TEXT_CHARS, truncate, type Html } from './format.ts';
+import { ago, iso, PAGE_TEXT_CHARS, truncate, type Html } from './format.ts';
 import { layout, type Viewer } from './layout.ts';
 import { argumentsSection, artifactsTable, attemptsTable, waitingSection } from './task-sections.ts';
+import { isActive, refusal, statusBadges, TASK_ACTIONS, taskHref } from './task-state.ts';
 import { timelineEvents } from './timeline.ts';
 
 type Task = TaskHistory['task'];
 
-const isActive = (task: Task) => (ACTIVE_STATUSES as readonly string[]).includes(task.status);
-const isTerminal = (task: Task) => (TERMINAL_STATUSES as readonly string[]).includes(task.status);
-
-/** A task's status badge, and `paused` beside `working` while it is paused. */
-export const statusBadges = (task: Task) =>
-  html`${badge(task.status)}${task.pausedAt === null ? '' : html` ${badge('paused')}`}`;
-
-export const taskHref = (taskId: string, action?: string) =>
-  `${BASE}/tasks/${encodeURIComponent(taskId)}${action === undefined ? '' : `/${action}`}`;
-
 /** The actions this task allows now, as links to their confirmation pages (GET: nothing happens yet). */
 function actionLinks(task: Task): Html {
-  const links = [
-    ...(isActive(task) && task.cancelRequestedAt === null
-      ? [html`<a class="button danger" href="${taskHref(task.taskId, 'cancel')}">Cancel task…</a>`]
-      : []),
-    ...(isActive(task) && task.cancelRequestedAt !== null
-      ? [html`<span class="button disabled">Cancel requested</span>`]
-      : []),
-    ...(task.pausedAt !== null && task.status === 'working'
-      ? [html`<a class="button primary" href="${taskHref(task.taskId, 'resume')}">Resume…</a>`]
-      : []),
-    ...(isTerminal(task) ? [html`<a class="button" href="${taskHref(task.taskId, 'fork')}">Fork…</a>`] : []),
-  ];
+  const label = { cancel: 'Cancel task…', resume: 'Resume…', fork: 'Fork…' };
+  const style = { cancel: 'danger', resume: 'primary', fork: '' };
+  const links = TASK_ACTIONS.filter((action) => refusal(action, task) === undefined).map(
+    (action) =>
+      html`<a class="button ${style[action]}" href="${taskHref(task.taskId, action)}">${label[action]}</a>`,
+  );
+  if (isActive(task) && task.cancelRequestedAt !== null)
+    links.push(html`<span class="button disabled">Cancel requested</span>`);
   return links.length === 0 ? html`` : html`<p class="actions">${links}</p>`;
 }
 

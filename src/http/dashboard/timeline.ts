@@ -1,10 +1,10 @@
 // A task's timeline: created, each attempt's start and end, its steps (collapsed by pattern), step
 // failures, input requests with their questions, what operators did and who did it, the end.
 import { html } from 'hono/html';
-import { ACTIVE_STATUSES } from '../../tasks/status.ts';
 import type { TaskHistory } from '../../tasks/store/admin.ts';
-import { badge, BASE, iso, type Html } from './format.ts';
+import { badge, iso, type Html } from './format.ts';
 import { stepEvents, type TimelineEvent } from './steps.ts';
+import { isActive, taskHref } from './task-state.ts';
 
 /** How much of an error or a question a timeline row shows (the attempts table and the page show more). */
 const ROW_TEXT_CHARS = 300;
@@ -13,7 +13,7 @@ const cut = (s: string) => (s.length <= ROW_TEXT_CHARS ? s : `${s.slice(0, ROW_T
 
 const taskLink = (id: unknown) =>
   typeof id === 'string'
-    ? html`<a class="id" href="${BASE}/tasks/${encodeURIComponent(id)}"><code>${id}</code></a>`
+    ? html`<a class="id" href="${taskHref(id)}"><code>${id}</code></a>`
     : html`<code>?</code>`;
 
 const fromStep = (detail: Record<string, unknown>) =>
@@ -75,7 +75,6 @@ function inputEvents(inputRequests: TaskHistory['inputRequests']): TimelineEvent
 /** The timeline's rows, oldest first. */
 export function timelineEvents(history: TaskHistory): TimelineEvent[] {
   const { task, steps, stepFailures, inputRequests, attempts, actions } = history;
-  const active = (ACTIVE_STATUSES as readonly string[]).includes(task.status);
   // A cancel the audit trail does not hold came from the task's client (tasks/cancel).
   const clientCancel =
     task.cancelRequestedAt !== null && !actions.some((a) => a.action === 'cancel')
@@ -99,6 +98,6 @@ export function timelineEvents(history: TaskHistory): TimelineEvent[] {
     ...actions.map((a) => ({ at: a.at, what: actionText(a, task.status) })),
     ...clientCancel,
     ...(task.pausedAt === null ? [] : [{ at: task.pausedAt, what: html`Paused ${badge('paused')}` }]),
-    ...(active ? [] : [{ at: task.lastUpdatedAt, what: html`Ended ${badge(task.status)}` }]),
+    ...(isActive(task) ? [] : [{ at: task.lastUpdatedAt, what: html`Ended ${badge(task.status)}` }]),
   ].sort((a, b) => a.at.getTime() - b.at.getTime());
 }
