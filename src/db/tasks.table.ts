@@ -34,7 +34,11 @@ export interface TasksTable {
   /** Set while the task is paused: its attempts ran out under `onExhausted: 'pause'` (see tools/retry.ts). */
   paused_at: NullableTimestamp;
   /** The tool's secret argument paths (`defineTool({ secretArguments })`), redacted in operator views. */
-  secret_arguments: ColumnType<string[] | null, readonly string[] | null | undefined, readonly string[] | null>;
+  secret_arguments: ColumnType<
+    string[] | null,
+    readonly string[] | null | undefined,
+    readonly string[] | null
+  >;
   /** W3C trace context of the creating request ({traceparent, tracestate?, baggage?}), or null. */
   trace_context: ColumnType<unknown, string | null | undefined, string | null>;
   /** A map item (ctx.map): the task whose handler called the map, the map's name, the item's index. */

@@ -136,7 +136,14 @@ export async function runTaskLeg(
 }
 
 /** Leg outcomes that end its span as an error (the rest are a task's normal course). */
-const LEG_ERRORS = new Set(['failed', 'paused', 'crash_retry', 'infrastructure_retry', 'lease_lost', 'error']);
+const LEG_ERRORS = new Set([
+  'failed',
+  'paused',
+  'crash_retry',
+  'infrastructure_retry',
+  'lease_lost',
+  'error',
+]);
 
 /** The leg's span continues the trace of the request that created the task, whichever process runs it. */
 function openLeg(deps: LegDeps, task: ClaimedTask): LegScope {

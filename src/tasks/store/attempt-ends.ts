@@ -15,7 +15,10 @@ const MESSAGE_CHARS = 2_000;
 /** The error's message and stack excerpt as stored: bounded, and without what Postgres cannot hold (NUL). */
 export function attemptError(error: Error): NonNullable<AttemptEnd['error']> {
   const clean = (text: string) => text.replace(/\u0000/g, '\\0');
-  const stack = error.stack?.split('\n').slice(1, STACK_EXCERPT_LINES + 1).join('\n');
+  const stack = error.stack
+    ?.split('\n')
+    .slice(1, STACK_EXCERPT_LINES + 1)
+    .join('\n');
   return {
     message: clean(`${error.name}: ${error.message}`.slice(0, MESSAGE_CHARS)),
     stack: stack === undefined || stack === '' ? undefined : clean(stack),
