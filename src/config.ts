@@ -220,6 +220,9 @@ const ConfigSchema = z.object({
   CANCEL_CHECK_INTERVAL_MS: intFromEnv(1_000, 10).describe(
     'Backstop re-check of running tasks for cancel requests and lost leases (a NOTIFY makes it immediate).',
   ),
+  CANCEL_GRACE_MS: intFromEnv(3_000).describe(
+    'Time a cancelled handler has to end after ctx.signal fires; then its task is `cancelled` without it (a later result is discarded) and its leg, still holding a slot, is stuck. 0: cancelled at once.',
+  ),
   LEASE_MS: intFromEnv(15_000, 300).describe(
     "A running attempt's lease; renewed every third of it, reclaimable by another worker once it lapses.",
   ),

@@ -18,6 +18,11 @@ export interface StoreStats {
   expiredNotSwept: number;
   /** Bytes of complete artifacts stored. */
   artifactBytes: number;
+  /**
+   * Attempts whose handler still ran past its cancel grace when its worker last said (each holds a slot;
+   * a worker's own gauge, worker_stuck_legs, is the live count).
+   */
+  stuckLegs: number;
 }
 
 /** A pg pool's counts, as node-postgres keeps them. */
@@ -207,6 +212,18 @@ export class Metrics {
       registers: [this.registry],
       collect() {
         this.set(busy());
+      },
+    });
+  }
+
+  /** This process's stuck legs: stopped (a cancel, a lost lease) yet still running past CANCEL_GRACE_MS. */
+  addStuckLegs(stuck: () => number): void {
+    new Gauge({
+      name: `${PREFIX}worker_stuck_legs`,
+      help: "This process's legs still running CANCEL_GRACE_MS after their signal fired (a cancel or a lost lease): each holds a worker slot until its handler returns.",
+      registers: [this.registry],
+      collect() {
+        this.set(stuck());
       },
     });
   }

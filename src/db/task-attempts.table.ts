@@ -13,6 +13,11 @@ export interface TaskAttemptsTable {
   /** A crash's exception message and stack excerpt: for operators, never sent to a client. */
   error_message: ColumnType<string | null, string | null | undefined, string | null>;
   error_stack: ColumnType<string | null, string | null | undefined, string | null>;
+  /**
+   * Set while the leg's handler still runs past its cancel grace (CANCEL_GRACE_MS), holding its worker's
+   * slot; cleared when it returns. Stays set if that worker dies first.
+   */
+  stuck_since: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
 export type TaskAttemptRow = Selectable<TaskAttemptsTable>;

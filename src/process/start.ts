@@ -230,6 +230,7 @@ function startWorkers(
     pollIntervalMs: config.WORKER_POLL_INTERVAL_MS,
     leaseMs: config.LEASE_MS,
     cancelCheckIntervalMs: config.CANCEL_CHECK_INTERVAL_MS,
+    cancelGraceMs: config.CANCEL_GRACE_MS,
     statusThrottleMs: config.STATUS_THROTTLE_MS,
     retryLimit: config.TASK_RETRY_LIMIT,
     retryDelaySeconds: config.TASK_RETRY_DELAY_SECONDS,

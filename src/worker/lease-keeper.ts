@@ -1,7 +1,9 @@
 import type { Kysely } from 'kysely';
+import type { Metrics } from '../core/metrics.ts';
 import type { Database } from '../db/database.ts';
 import { coerceError, type Logger } from '../log.ts';
 import { checkLeases, LeaseLostError, renewLeases } from '../tasks/store/lease.ts';
+import { startCancelGrace } from './cancel-grace.ts';
 import { CancelRequestedError, type RunningAttempts } from './outcome.ts';
 
 export interface LeaseKeeperOptions {
@@ -11,24 +13,40 @@ export interface LeaseKeeperOptions {
   leaseMs: number;
   /** How often running attempts are checked for cancel requests and lost leases. */
   cancelCheckIntervalMs: number;
+  /** CANCEL_GRACE_MS: how long a stopped handler has to end before its cancelled task ends without it. */
+  cancelGraceMs: number;
+  metrics?: Metrics | undefined;
   log: Logger;
 }
 
 export interface LeaseKeeper {
   /** Checks now (one task, or all): cancel requests and lost leases stop their attempts. */
   check(only?: string): Promise<void>;
+  /** Stopped legs still running past their grace: each holds its slot until its handler returns. */
+  stuckLegs(): number;
   stop(): void;
 }
 
 /**
  * Keeps this worker's leases: renews them on their own timer (so that nothing can starve it), and
- * stops an attempt whose task was cancelled, or whose lease another attempt or the sweeper took.
+ * stops an attempt whose task was cancelled, or whose lease another attempt or the sweeper took. A
+ * cancelled attempt whose handler ignores its signal ends `cancelled` after the grace (cancel-grace.ts).
  */
 export function startLeaseKeeper(opts: LeaseKeeperOptions): LeaseKeeper {
   const { db, workerId, running, leaseMs, log } = opts;
+  const grace = startCancelGrace({
+    db,
+    running,
+    graceMs: opts.cancelGraceMs,
+    retryMs: opts.cancelCheckIntervalMs,
+    metrics: opts.metrics,
+    log,
+  });
   const stopAttempt = (taskId: string, reason: Error) => {
     const entry = running.get(taskId);
-    if (entry !== undefined && !entry.abort.signal.aborted) entry.abort.abort(reason);
+    if (entry === undefined || entry.abort.signal.aborted) return;
+    entry.abort.abort(reason);
+    grace.watch(taskId, entry, reason instanceof CancelRequestedError);
   };
   const attemptsOf = (only?: string) =>
     new Map(
@@ -65,7 +83,10 @@ export function startLeaseKeeper(opts: LeaseKeeperOptions): LeaseKeeper {
       await check();
     }
   };
-  const checker = setInterval(() => void check(), opts.cancelCheckIntervalMs);
+  const checker = setInterval(() => {
+    void check();
+    grace.stuckLegs(); // (notices, and logs, stuck legs that ended)
+  }, opts.cancelCheckIntervalMs);
 
   // A worker that cannot renew for most of a lease stops its attempts: past the lease another worker
   // may already run them.
@@ -98,9 +119,11 @@ export function startLeaseKeeper(opts: LeaseKeeperOptions): LeaseKeeper {
 
   return {
     check,
+    stuckLegs: () => grace.stuckLegs(),
     stop() {
       clearInterval(checker);
       clearInterval(renewer);
+      grace.stop();
     },
   };
 }

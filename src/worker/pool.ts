@@ -45,6 +45,8 @@ export interface WorkerPoolOptions {
   pollIntervalMs?: number;
   leaseMs?: number;
   cancelCheckIntervalMs?: number;
+  /** CANCEL_GRACE_MS: a cancelled handler that has not ended this long after its signal fired is let go. */
+  cancelGraceMs?: number;
   statusThrottleMs?: number;
   retryLimit?: number;
   retryDelaySeconds?: number;
@@ -179,8 +181,11 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     running,
     leaseMs,
     cancelCheckIntervalMs: opts.cancelCheckIntervalMs ?? 1_000,
+    cancelGraceMs: opts.cancelGraceMs ?? 3_000,
+    metrics: opts.metrics,
     log,
   });
+  opts.metrics?.addStuckLegs(() => leases.stuckLegs());
   const offFeed = [
     opts.feed.on(CHANNELS.run, () => slots.notice()),
     // A cancel request (or expiry) of a task this process runs is checked at once. Not every change: the

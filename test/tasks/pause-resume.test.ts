@@ -165,6 +165,9 @@ describe("onExhausted: 'pause', then tasks resume", () => {
     expect((await server.mcp.getTask(taskId)).status).toBe('cancelled');
     const history = (await adminGetTask(server.rt.db, taskId))!;
     expect(history.actions.map((a) => a.action)).toEqual(['cancel']);
+    // A second cancel of the finished task changes nothing, and records nothing.
+    expect((await cli('cancel', taskId)).stdout).toBe(`${taskId}: already cancelled\n`);
+    expect((await adminGetTask(server.rt.db, taskId))!.actions.map((a) => a.action)).toEqual(['cancel']);
     // A paused task no longer: resuming it is refused by name.
     const resumed = await cli('resume', taskId);
     expect(resumed.code).toBe(1);

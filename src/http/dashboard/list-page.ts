@@ -108,6 +108,12 @@ export function listPage({ tasks, stats, activity, range, filter, tools, viewer 
       <div class="card queue">
         <span class="n">${stats.expiredNotSwept}</span><span>expired, not swept</span>
       </div>
+      <div
+        class="card queue ${stats.stuckLegs > 0 ? 'stuck' : ''}"
+        title="handlers still running past their cancel grace, each holding a worker slot until it returns"
+      >
+        <span class="n">${stats.stuckLegs}</span><span>stuck legs</span>
+      </div>
     </section>
     ${chartsSection(activity, range, q)}
     <form class="filters" method="get" action="${BASE}">

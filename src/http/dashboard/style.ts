@@ -58,6 +58,7 @@ table.attempts td { vertical-align:top; } table.attempts td.error { white-space:
 .outcome.completed { background:#c6f6d5; } .outcome.failed, .outcome.crash_retry, .outcome.lease_lost { background:#fed7d7; }
 .outcome.paused, .outcome.parked, .outcome.input_required, .outcome.handed_back { background:#fefcbf; }
 .outcome.running { background:#bee3f8; }
+.outcome.stuck { background:#feb2b2; font-weight:600; } .card.queue.stuck { border-left-color:#c53030; }
 details.stack summary, details.steps summary { cursor:pointer; color:var(--muted); }
 details.stack pre { font-size:12px; background:#f1f3f6; padding:.5rem; overflow:auto; max-height:260px; }
 ol.timeline details { display:inline-block; vertical-align:top; } details.steps summary { color:var(--fg); } details.steps ol { list-style:none; padding-left:1rem; margin:.2rem 0; }

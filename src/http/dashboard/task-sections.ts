@@ -55,6 +55,16 @@ function unended(a: Attempt, task: TaskHistory['task']): Html {
       >`;
 }
 
+/** A leg whose handler still runs past its cancel grace: it holds its worker's slot until it returns. */
+function stuckMark(a: Attempt): Html {
+  if (a.stuckSince === null) return html``;
+  return html`<span
+    class="outcome stuck"
+    title="its handler ignored the cancel and still runs on worker ${a.workerId}, holding a slot until it returns (or that worker stops)"
+    >stuck leg since ${iso(a.stuckSince)}</span
+  >`;
+}
+
 function errorCell(a: Attempt): Html {
   if (a.errorMessage === null) return html``;
   return html`<span class="error-message">${truncate(a.errorMessage, PAGE_TEXT_CHARS)}</span> ${
@@ -92,6 +102,7 @@ export function attemptsTable(attempts: TaskHistory['attempts'], task: TaskHisto
               <td>${iso(a.endedAt)}</td>
               <td>
                 ${a.outcome === null ? unended(a, task) : html`<span class="outcome ${a.outcome}">${a.outcome}</span>`}
+                ${stuckMark(a)}
               </td>
               <td class="error">${errorCell(a)}</td>
             </tr>`,

@@ -164,6 +164,8 @@ export interface TaskHistory {
     outcome: string | null;
     errorMessage: string | null;
     errorStack: string | null;
+    /** Since when its handler has run past its cancel grace, holding a slot; null once it returned. */
+    stuckSince: Date | null;
   }[];
   /** What operators (and a client's cancel, when an operator's is not recorded) did to it, oldest first. */
   actions: TaskAction[];
@@ -219,6 +221,7 @@ export async function adminGetTask(db: Kysely<Database>, taskId: string): Promis
         'outcome',
         'error_message',
         'error_stack',
+        'stuck_since',
       ])
       .where('task_id', '=', taskId)
       .orderBy('attempt')
@@ -252,6 +255,7 @@ export async function adminGetTask(db: Kysely<Database>, taskId: string): Promis
       outcome: a.outcome,
       errorMessage: a.error_message,
       errorStack: a.error_stack,
+      stuckSince: a.stuck_since,
     })),
     artifacts: artifacts.map((a) => ({
       name: a.name,
@@ -331,8 +335,9 @@ export async function adminCancelTask(
       .where('task_id', '=', taskId)
       .executeTakeFirst();
     if (owner === undefined) throw new TaskNotFoundError(taskId);
-    const { cancelledNow } = await requestCancel(trx, taskId, owner.principal);
-    await recordAction(trx, [taskId], actor, 'cancel');
+    const { requested, cancelledNow } = await requestCancel(trx, taskId, owner.principal);
+    // (A finished task's cancel changes nothing: nothing to audit.)
+    if (requested) await recordAction(trx, [taskId], actor, 'cancel');
     const after = await trx
       .selectFrom('tasks')
       .select('status')

@@ -50,3 +50,21 @@ export async function recordAttemptEnd(
     .where('ended_at', 'is', null)
     .execute();
 }
+
+/**
+ * Marks an attempt's leg stuck (its handler still runs past its grace, holding its worker's slot) or, when
+ * the handler returned, no longer stuck. Its own row only: whatever became of the task.
+ */
+export async function setLegStuck(
+  db: Kysely<Database>,
+  taskId: string,
+  attempt: number,
+  stuck: boolean,
+): Promise<void> {
+  await db
+    .updateTable('task_attempts')
+    .set({ stuck_since: stuck ? sql<Date>`coalesce(stuck_since, now())` : null })
+    .where('task_id', '=', taskId)
+    .where('attempt', '=', attempt)
+    .execute();
+}

@@ -2,18 +2,20 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { TaskNotFoundError } from '../errors.ts';
 import { ACTIVE_STATUSES } from '../status.ts';
+import { attemptEndColumns } from './attempt-ends.ts';
 import { taskExists } from './read.ts';
 
 /**
  * Records a cancel request. A task no worker holds (waiting for input, or queued) becomes `cancelled`
  * at once; a running one keeps its status until its attempt sees the flag and stops. Finished tasks are
- * left as they are. Throws TaskNotFoundError for an unknown (or another principal's) task.
+ * left as they are (`requested` false: the request changed nothing). Throws TaskNotFoundError for an
+ * unknown (or another principal's) task.
  */
 export async function requestCancel(
   db: Kysely<Database>,
   taskId: string,
   principal: string,
-): Promise<{ cancelledNow: boolean }> {
+): Promise<{ requested: boolean; cancelledNow: boolean }> {
   const idle = sql<boolean>`(status = 'input_required' or leased_by is null)`;
   const row = await db
     .updateTable('tasks')
@@ -28,7 +30,50 @@ export async function requestCancel(
     .where('status', 'in', ACTIVE_STATUSES)
     .returning('status')
     .executeTakeFirst();
-  if (row !== undefined) return { cancelledNow: row.status === 'cancelled' };
+  if (row !== undefined) return { requested: true, cancelledNow: row.status === 'cancelled' };
   if (!(await taskExists(db, taskId, principal))) throw new TaskNotFoundError(taskId);
-  return { cancelledNow: false };
+  return { requested: false, cancelledNow: false };
+}
+
+/**
+ * Ends a running attempt whose handler did not stop within the cancel grace (CANCEL_GRACE_MS): one
+ * transaction, fenced by attempt, from `working`, only where a cancel was asked for. The handler may still
+ * be running: its attempt's row records the end and marks the leg stuck, and whatever the handler writes
+ * later is turned away by the same fence. Undefined when the fence did not hold (the attempt settled
+ * first, or lost the task); else the task's tool, for the metrics.
+ */
+export async function cancelAfterGrace(
+  db: Kysely<Database>,
+  taskId: string,
+  attempt: number,
+  graceMs: number,
+): Promise<{ toolName: string } | undefined> {
+  return db.transaction().execute(async (trx) => {
+    const row = await trx
+      .updateTable('tasks')
+      .set({
+        status: 'cancelled',
+        status_message: 'Cancelled by request',
+        result: null,
+        error: null,
+        leased_by: null,
+        lease_expires_at: null,
+        last_updated_at: sql`now()`,
+      })
+      .where('task_id', '=', taskId)
+      .where('attempt', '=', attempt)
+      .where('status', '=', 'working')
+      .where('cancel_requested_at', 'is not', null)
+      .returning('tool_name')
+      .executeTakeFirst();
+    if (row === undefined) return undefined;
+    const message = `the handler had not returned ${graceMs} ms after its cancel signal: the task ended without it`;
+    await trx
+      .updateTable('task_attempts')
+      .set({ ...attemptEndColumns({ outcome: 'cancelled', error: { message } }), stuck_since: sql`now()` })
+      .where('task_id', '=', taskId)
+      .where('attempt', '=', attempt)
+      .execute();
+    return { toolName: row.tool_name };
+  });
 }

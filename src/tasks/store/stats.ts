@@ -8,7 +8,7 @@ import { ACTIVE_STATUSES, TASK_STATUSES } from '../status.ts';
  * The cluster-wide numbers behind the store gauges, in one round trip: tasks by status (paused ones as
  * `paused`), due runs waiting
  * in pg-boss and the oldest one's age, runs scheduled for later, and active tasks past their TTL that no
- * sweep has expired yet, and the bytes of complete artifacts.
+ * sweep has expired yet, the bytes of complete artifacts, and the legs marked stuck.
  */
 export async function readStoreStats(db: Kysely<Database>, bossSchema = 'pgboss'): Promise<StoreStats> {
   const job = sql.table(`${bossSchema}.job`);
@@ -32,6 +32,9 @@ export async function readStoreStats(db: Kysely<Database>, bossSchema = 'pgboss'
     union all
     select 'artifacts', null, coalesce(sum(size), 0)::text, null
       from task_artifacts where state = 'complete'
+    union all
+    select 'stuck', null, count(*)::text, null
+      from task_attempts where stuck_since is not null
   `.execute(db);
   const stats: StoreStats = {
     // Every status is reported, 0 included (an alert on one must not see it vanish), and `paused`: the
@@ -42,6 +45,7 @@ export async function readStoreStats(db: Kysely<Database>, bossSchema = 'pgboss'
     oldestWaitingRunSeconds: 0,
     expiredNotSwept: 0,
     artifactBytes: 0,
+    stuckLegs: 0,
   };
   for (const row of rows) {
     if (row.kind === 'status' && row.key !== null) stats.tasksByStatus[row.key] = Number(row.n);
@@ -51,6 +55,7 @@ export async function readStoreStats(db: Kysely<Database>, bossSchema = 'pgboss'
     } else if (row.kind === 'delayed') stats.runsDelayed = Number(row.n);
     else if (row.kind === 'expired') stats.expiredNotSwept = Number(row.n);
     else if (row.kind === 'artifacts') stats.artifactBytes = Number(row.n);
+    else if (row.kind === 'stuck') stats.stuckLegs = Number(row.n);
   }
   return stats;
 }

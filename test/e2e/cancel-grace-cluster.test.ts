@@ -1,0 +1,104 @@
+/**
+ * Cancel that ends, in a deployment: two HTTP instances behind real nginx (round-robin, no stickiness) and
+ * a separate worker process. A handler that ignores its signal is cancelled through nginx, and the task,
+ * polled through nginx, is `cancelled` within CANCEL_GRACE_MS and a generous slack: before the handler
+ * returns (20 s) and long before its lease (60 s) could lapse. The worker counts the leg as stuck until the
+ * handler returns; its late result is discarded.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { databaseEnv } from '../helpers/database-env.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { RawMcp } from '../helpers/mcp.ts';
+import { freePort } from '../helpers/ports.ts';
+import { sample, scrape } from '../helpers/prometheus.ts';
+import { FAST_ENV } from '../helpers/server-process.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { startNginx, type Nginx } from '../system/lib/nginx.ts';
+import { Processes, waitHttp } from '../system/lib/processes.ts';
+
+const GRACE_MS = 1_000;
+/** How long the uncooperative handler works before it returns its (late) result. */
+const HANDLER_SECONDS = 20;
+/** The bound: the grace, and slack for a slow machine that neither the handler nor the lease could meet. */
+const BOUND_MS = GRACE_MS + 8_000;
+const TOOLS = ['--tools', 'test/helpers/cancel-tools.ts'];
+
+let tdb: TestDatabase;
+let procs: Processes;
+let nginx: Nginx;
+let mcp: RawMcp;
+let workerMetrics: string;
+
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  const ports = [await freePort(), await freePort()];
+  const metricsPort = await freePort();
+  procs = new Processes({
+    ...FAST_ENV,
+    ...databaseEnv(tdb.url),
+    LOG_LEVEL: 'warn',
+    LEASE_MS: '60000',
+    CANCEL_GRACE_MS: String(GRACE_MS),
+    DB_POOL_MAX: '4',
+    QUEUE_POOL_MAX: '2',
+  });
+  for (const [i, port] of ports.entries()) {
+    procs.start(`http-${i + 1}`, {
+      args: ['src/main.ts', '--role=server', ...TOOLS],
+      env: { PORT: String(port) },
+      port,
+    });
+    await waitHttp(port);
+  }
+  procs.start('worker', { args: ['workers/main.ts', ...TOOLS], env: { METRICS_PORT: String(metricsPort) } });
+  workerMetrics = `http://127.0.0.1:${metricsPort}`;
+  await waitHttp(metricsPort);
+  nginx = await startNginx(ports);
+  mcp = new RawMcp(nginx.url);
+}, 120_000);
+afterAll(async () => {
+  await procs?.stopAll();
+  await nginx?.stop();
+  await tdb?.drop();
+});
+
+const workerGauge = async (name: string, labels: Record<string, string> = {}) =>
+  sample(await scrape(workerMetrics), name, labels) ?? 0;
+
+describe('cancel through nginx with two instances and a worker process', () => {
+  it('an uncooperative handler’s task is cancelled within the bound', async () => {
+    const { taskId } = await mcp.callTool('ignores_cancel', { seconds: HANDLER_SECONDS, tag: 'cluster' });
+    await waitFor(async () => (await workerGauge('durable_mcp_worker_slots_busy')) === 1, {
+      what: 'the worker running the handler',
+    });
+
+    await mcp.result('tasks/cancel', { taskId });
+    const task = await mcp.waitForTask(taskId as string, (t) => t.status !== 'working', BOUND_MS);
+    expect(task.status).toBe('cancelled');
+    expect(task.statusMessage).toBe('Cancelled by request');
+    // Both instances answered: the cancel and the polls took whichever nginx chose.
+    expect([...nginx.served().values()].every((n) => n > 0)).toBe(true);
+
+    // The handler still runs, holding its slot, counted as stuck; then it returns and its result is dropped.
+    await waitFor(async () => (await workerGauge('durable_mcp_worker_stuck_legs')) === 1, {
+      what: 'one stuck leg on the worker',
+    });
+    expect(await workerGauge('durable_mcp_worker_slots_busy')).toBe(1);
+    await waitFor(async () => (await workerGauge('durable_mcp_worker_stuck_legs')) === 0, {
+      timeoutMs: HANDLER_SECONDS * 1000 + 15_000,
+      what: 'the stuck leg ending when its handler returns',
+    });
+    const after = await mcp.getTask(taskId as string);
+    expect(after).toMatchObject({ status: 'cancelled', statusMessage: 'Cancelled by request' });
+    const stored = await tdb.db
+      .selectFrom('tasks')
+      .select(['status', 'result'])
+      .where('task_id', '=', taskId as string)
+      .executeTakeFirstOrThrow();
+    expect(stored).toEqual({ status: 'cancelled', result: null });
+    expect(
+      await workerGauge('durable_mcp_tasks_finished_total', { tool: 'ignores_cancel', status: 'cancelled' }),
+    ).toBe(1);
+    expect(procs.unexpectedExits).toEqual([]);
+  }, 90_000);
+});
