@@ -53,7 +53,7 @@ describe('the operator CLI', () => {
     expect(shown.code, shown.stderr).toBe(0);
     expect(shown.stdout).toMatch(/status:\s+input_required/);
     expect(shown.stdout).toMatch(
-      /input requests \(1\)\nASKED\s+KEY\s+METHOD\s+ANSWERED\n\S+\s+confirm\s+elicitation\/create\s+no/,
+      /input requests \(1\)\nASKED\s+KEY\s+METHOD\s+ANSWERED\s+QUESTION\n\S+\s+confirm\s+elicitation\/create\s+no\s+Do you confirm this action: operate\?\n/,
     );
     const doneRun = await cli(['show', done.taskId as string, '--json'], url);
     expect(doneRun.code, doneRun.stderr).toBe(0);
@@ -108,7 +108,7 @@ describe('the operator CLI', () => {
         new RegExp(
           String.raw`^\nartifacts \(1\)\nNAME\s+TYPE\s+SIZE\s+BYTES\s+SHA256\s+COMPLETED\n` +
             String.raw`export\.csv\s+text/csv; charset=utf-8\s+2\.0 MiB\s+${bytes}\s+${sha256.slice(0, 12)}\s+` +
-            String.raw`\d{4}-\d\d-\d\dT\S+Z\n$`,
+            String.raw`\d{4}-\d\d-\d\dT\S+Z\n\nactions \(0\)\n$`,
         ),
       );
 
@@ -129,7 +129,7 @@ describe('the operator CLI', () => {
       const plain = await mcp.callTool('analyze_numbers', { count: 10 });
       await mcp.waitForTask(plain.taskId as string);
       const none = await cli(['show', plain.taskId as string], tdb.url);
-      expect(none.stdout.endsWith('\nartifacts (0)\n')).toBe(true);
+      expect(none.stdout.endsWith('\nartifacts (0)\n\nactions (0)\n')).toBe(true);
     },
   );
 

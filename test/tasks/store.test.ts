@@ -199,7 +199,7 @@ describe('guarded transitions in Postgres', () => {
     await expect(suspendForInput(tdb.db, taskId, claim.attempt, { k: elicit })).rejects.toBeInstanceOf(
       LeaseLostError,
     );
-    expect(await requestCancel(tdb.db, taskId, 'alice')).toEqual({ cancelledNow: false });
+    expect(await requestCancel(tdb.db, taskId, 'alice')).toEqual({ requested: false, cancelledNow: false });
     expect(await settleCancelRequest(tdb.db, taskId)).toBe(false);
     expect(await expireTasks(tdb.db, 100)).not.toContain(taskId);
     const after = await tdb.db
@@ -212,16 +212,16 @@ describe('guarded transitions in Postgres', () => {
 
   it('cancels a queued task and a task waiting for input at once, a running one only by flag', async () => {
     const queued = await newTask();
-    expect(await requestCancel(tdb.db, queued, 'alice')).toEqual({ cancelledNow: true });
+    expect(await requestCancel(tdb.db, queued, 'alice')).toEqual({ requested: true, cancelledNow: true });
     expect(await status(queued)).toBe('cancelled');
 
     const waiting = await parked(['k']);
-    expect(await requestCancel(tdb.db, waiting, 'alice')).toEqual({ cancelledNow: true });
+    expect(await requestCancel(tdb.db, waiting, 'alice')).toEqual({ requested: true, cancelledNow: true });
     expect(await status(waiting)).toBe('cancelled');
 
     const running = await newTask();
     const claim = (await claimTask(tdb.db, running, 'w1', 10_000))!;
-    expect(await requestCancel(tdb.db, running, 'alice')).toEqual({ cancelledNow: false });
+    expect(await requestCancel(tdb.db, running, 'alice')).toEqual({ requested: true, cancelledNow: false });
     expect(await status(running)).toBe('working');
     const [state] = await checkLeases(tdb.db, 'w1', new Map([[running, claim.attempt]]));
     expect(state).toEqual({ taskId: running, held: true, cancelRequested: true });
