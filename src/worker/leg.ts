@@ -1,89 +1,23 @@
-import type { Kysely } from 'kysely';
-import type { Database } from '../db/database.ts';
 import { isConnectionError } from '../db/errors.ts';
-import type { ServerEvents } from '../events/server-events.ts';
-import { coerceError, type Logger } from '../log.ts';
+import { coerceError } from '../log.ts';
 import { ProtocolErrorCode } from '../core/errors.ts';
-import type { Metrics } from '../core/metrics.ts';
-import { isStorable } from '../core/limits.ts';
 import { createToolContext } from '../tools/context.ts';
-import { resolveRetry, type ResolvedRetry } from '../tools/retry.ts';
-import type { ToolRegistry } from '../tools/registry.ts';
-import type { TaskQueue } from '../tasks/service.ts';
-import { settleCancelRequest, type Finish } from '../tasks/store/finish.ts';
-import { readSignal } from '../tasks/store/signals.ts';
-import { mapSettled } from '../tasks/store/maps.ts';
+import { resolveRetry } from '../tools/retry.ts';
+import { settleCancelRequest } from '../tasks/store/finish.ts';
 import { loadInputs } from '../tasks/store/input.ts';
-import { LeaseLostError, releaseTask, type ClaimedTask } from '../tasks/store/lease.ts';
-import { attemptError, recordAttemptEnd, type AttemptEnd } from '../tasks/store/attempt-ends.ts';
-import { pauseAttempt } from '../tasks/store/pause.ts';
-import { emptyStepHistory, loadStepHistory, type StepRecord } from '../tasks/store/steps.ts';
-import {
-  endSpan,
-  extractContext,
-  SpanKind,
-  startSpan,
-  traceIdOf,
-  withContext,
-  type StartedSpan,
-  type TraceContext,
-} from '../core/tracing.ts';
+import { LeaseLostError, type ClaimedTask } from '../tasks/store/lease.ts';
+import { attemptError } from '../tasks/store/attempt-ends.ts';
+import { emptyStepHistory, loadStepHistory } from '../tasks/store/steps.ts';
+import { endSpan, extractContext, SpanKind, startSpan, traceIdOf, withContext } from '../core/tracing.ts';
 import { createAttemptBackend, type AttemptBackend } from './attempt-backend.ts';
 import type { MapItemLeg } from './attempt-map.ts';
 import { ReplayMissError } from './attempt-steps.ts';
-import type { ParkedOn } from './leg-signals.ts';
+import type { LegDeps, LegScope } from './leg-deps.ts';
 import { spillOversizedResult } from './result-spill.ts';
-import { completeItem, itemFailure, wakeParent, type MapItemCache, type ReplaySource } from './map-item.ts';
-import { classify, completion, toolFailure, type LegOutcome, type RunningAttempts } from './outcome.ts';
+import { itemFailure, type ReplaySource } from './map-item.ts';
+import { classify, completion, toolFailure, type LegOutcome } from './outcome.ts';
+import { handBack, settle } from './settle.ts';
 import type { ToolDefinition } from '../tools/define.ts';
-
-export interface LegDeps {
-  db: Kysely<Database>;
-  tools: ToolRegistry;
-  queue: TaskQueue;
-  workerId: string;
-  /** How long a claim made by a leg lasts (the next map item, a woken parent) until renewed. */
-  leaseMs: number;
-  statusThrottleMs: number;
-  /** A tool's retry policy where it sets none (TASK_RETRY_LIMIT, TASK_RETRY_DELAY_SECONDS). */
-  retryDefaults: Omit<ResolvedRetry, 'retryIf' | 'onExhausted'>;
-  /** A result larger than this (as JSON) is stored as the artifact tool-result.json, the result linking to it. */
-  maxResultBytes?: number | undefined;
-  /** A task that records more steps fails (MAX_STEPS_PER_TASK); unlimited when undefined. */
-  maxStepsPerTask?: number | undefined;
-  running: RunningAttempts;
-  /** True while the process shuts down: a handler is handed back at its next step. */
-  draining: () => boolean;
-  /** Asks the pool to fetch again after `ms` (a delayed run it scheduled itself). */
-  scheduleWake?: (ms: number) => void;
-  events?: ServerEvents | undefined;
-  metrics?: Metrics | undefined;
-  /** A signal's delivery URL, from its token. */
-  signalUrl: (token: string) => string;
-  /** An artifact's HTTP download URL. */
-  artifactUrl: (taskId: string, name: string) => string;
-  /** A step whose value is larger (as JSON) fails the task (MAX_STEP_BYTES); unlimited when undefined. */
-  maxStepBytes?: number | undefined;
-  /** An artifact that grows larger fails its task (MAX_ARTIFACT_BYTES); unlimited when undefined. */
-  maxArtifactBytes?: number | undefined;
-  /** Map items' parents, read once per worker (see map-item.ts). */
-  maps: MapItemCache;
-  /** The pool's batched writes (see coalesce.ts). */
-  writes: {
-    finish: (finish: Finish) => Promise<boolean>;
-    saveStep: (step: StepRecord) => Promise<unknown>;
-  };
-  log: Logger;
-}
-
-/** One leg's trace span, its scoped log, and its metric labels. */
-interface LegScope {
-  task: ClaimedTask;
-  log: Logger;
-  trace: TraceContext;
-  span: StartedSpan['span'];
-  tool: { tool: string };
-}
 
 /**
  * Runs one leg of a claimed task: replays the handler with its checkpoints, then settles what the leg
@@ -304,170 +238,5 @@ async function replayToItem(
         },
       }),
     );
-  }
-}
-
-/**
- * Applies a leg's outcome to its task: one fenced write, or a hand-back to the queue. Returns the leg
- * this slot runs next: a map item's successor, or its parent woken.
- */
-async function settle(deps: LegDeps, leg: LegScope, outcome: LegOutcome): Promise<ClaimedTask | undefined> {
-  const { task, log, tool } = leg;
-  const { metrics } = deps;
-  const taskAttempt = { taskId: task.taskId, attempt: task.attempt };
-  const ended = (end: AttemptEnd) => recordAttemptEnd(deps.db, task.taskId, task.attempt, end);
-  const finish = (f: Finish['outcome'], crash?: Error) =>
-    deps.writes.finish({ ...taskAttempt, outcome: f, crash: crash && attemptError(crash) }).then((landed) => {
-      // A terminal write that landed: counted once, by the worker whose fenced write it was.
-      if (landed) metrics?.tasksFinished.inc({ ...tool, status: f.status });
-      return landed;
-    });
-  switch (outcome.kind) {
-    case 'completed': {
-      const landed = await finish({
-        status: 'completed',
-        result: { ...outcome.result, resultType: 'complete' },
-        ...(outcome.statusMessage !== undefined && { statusMessage: outcome.statusMessage }),
-      });
-      if (!landed) log.info('attempt lost its lease before completing; result dropped');
-      return undefined;
-    }
-    case 'item_done':
-      return completeItem(deps, task, outcome.value);
-    case 'failed': {
-      if (outcome.crash !== undefined) {
-        log.error('handler crashed; no retries left', {
-          error: outcome.crash.message,
-          stack: outcome.crash.stack,
-        });
-      }
-      // A tool's own error may hold what Postgres cannot store (NUL, lone surrogates) or cannot serialize:
-      // then the generic error is stored, rather than a write that fails forever.
-      const wire = outcome.error.toJSON();
-      const storable = isStorable(wire) && isStorable(outcome.statusMessage) && serializable(wire);
-      await finish(
-        {
-          status: 'failed',
-          error: storable ? wire : { code: ProtocolErrorCode.InternalError, message: 'Internal error' },
-          statusMessage: storable ? outcome.statusMessage : 'Tool execution failed',
-        },
-        outcome.crash,
-      );
-      // A map item that failed for good: its parent wakes now and fails its map.
-      const item = task.mapItem;
-      return item === undefined
-        ? undefined
-        : wakeParent(deps, { parentTaskId: item.parentTaskId, mapName: item.mapName });
-    }
-    case 'cancelled':
-      metrics?.cancelsDelivered.inc(tool);
-      await finish({ status: 'cancelled', statusMessage: 'Cancelled by request' });
-      return undefined;
-    case 'paused':
-      log.warn('handler crashed; no attempts left: the task is paused until an operator resumes it', {
-        error: outcome.crash.message,
-        stack: outcome.crash.stack,
-      });
-      if (
-        !(await pauseAttempt(deps.db, task.taskId, task.attempt, {
-          statusMessage: outcome.statusMessage,
-          error: attemptError(outcome.crash),
-        }))
-      )
-        log.info('attempt lost its lease before pausing');
-      return undefined;
-    case 'input_required':
-      leg.span.addEvent('input_required');
-      await ended({ outcome: 'input_required' });
-      return undefined;
-    case 'lease_lost':
-      metrics?.leasesLost.inc(tool);
-      await ended({ outcome: 'lease_lost' });
-      if (!(await settleCancelRequest(deps.db, task.taskId))) log.info('attempt stopped: lease lost');
-      return undefined;
-    case 'parked': {
-      const delayMs = Math.max(0, outcome.until.getTime() - Date.now());
-      await handBack(deps, task, {
-        failed: false,
-        delayMs,
-        statusMessage: outcome.statusMessage,
-        parkedOn: outcome.parkedOn,
-        ended: { outcome: 'parked' },
-      });
-      leg.span.addEvent('parked', { until: outcome.until.toISOString() });
-      return undefined;
-    }
-    case 'handed_back':
-      log.info('handing the task back: the worker shuts down');
-      await handBack(deps, task, { failed: false, delayMs: 0, ended: { outcome: 'handed_back' } });
-      return undefined;
-    case 'infrastructure_retry':
-      log.warn('a store operation failed mid-run; the task will be retried', {
-        error: outcome.error.message,
-      });
-      await handBack(deps, task, {
-        failed: false,
-        delayMs: deps.retryDefaults.initialMs,
-        ended: { outcome: 'infrastructure_retry', error: attemptError(outcome.error) },
-      });
-      return undefined;
-    case 'crash_retry':
-      metrics?.crashRetries.inc(tool);
-      log.warn('handler crashed; the task will be retried', {
-        failures: task.failures + 1,
-        error: outcome.error.message,
-      });
-      await handBack(deps, task, {
-        failed: true,
-        delayMs: outcome.delayMs,
-        ended: { outcome: 'crash_retry', error: attemptError(outcome.error) },
-      });
-      return undefined;
-  }
-}
-
-/**
- * Releases the task (still `working`) and enqueues its next run after `delayMs`, in one transaction; the
- * pool is asked to fetch again when it comes due.
- */
-export async function handBack(
-  deps: Pick<LegDeps, 'db' | 'queue' | 'scheduleWake'>,
-  task: ClaimedTask,
-  opts: {
-    failed: boolean;
-    delayMs: number;
-    statusMessage?: string;
-    parkedOn?: ParkedOn | undefined;
-    /** How this attempt ended, for its row (the operator's view). */
-    ended?: AttemptEnd;
-  },
-): Promise<void> {
-  let delayMs = opts.delayMs;
-  await deps.db.transaction().execute(async (trx) => {
-    if (!(await releaseTask(trx, task.taskId, task.attempt, opts))) return;
-    if (opts.ended !== undefined) await recordAttemptEnd(trx, task.taskId, task.attempt, opts.ended);
-    // A cancel asked for while this attempt held the task ends it now, not when the run comes due.
-    if (await settleCancelRequest(trx, task.taskId)) return;
-    // A delivery (or a map's last item) that came after the wait looked, while this attempt still held
-    // the task, had its wake-up turned away by the lease: the task runs again now. (One that commits
-    // later brings its own run, whose claim waits for this transaction's row lock and then finds the
-    // task released.)
-    if (opts.parkedOn !== undefined && (await parkedOnIsDone(trx, task.taskId, opts.parkedOn))) delayMs = 0;
-    await deps.queue.enqueueRun(trx, task.taskId, { delayMs });
-  });
-  if (delayMs > 0) deps.scheduleWake?.(delayMs);
-}
-
-async function parkedOnIsDone(db: Kysely<Database>, taskId: string, on: ParkedOn): Promise<boolean> {
-  if ('signal' in on) return (await readSignal(db, taskId, on.signal))?.deliveredAt != null;
-  return mapSettled(db, { parentTaskId: taskId, mapName: on.map });
-}
-
-function serializable(value: unknown): boolean {
-  try {
-    JSON.stringify(value);
-    return true;
-  } catch {
-    return false;
   }
 }

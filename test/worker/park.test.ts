@@ -12,7 +12,7 @@ import { TaskService } from '../../src/tasks/service.ts';
 import { insertTask } from '../../src/tasks/store/create.ts';
 import { claimTask } from '../../src/tasks/store/claim.ts';
 import { createSignal, readSignal } from '../../src/tasks/store/signals.ts';
-import { handBack } from '../../src/worker/leg.ts';
+import { handBack } from '../../src/worker/settle.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 let tdb: TestDatabase;
