@@ -3,7 +3,13 @@
 // a finished one again under a new id, from the start or from a step.
 import { type Command, Option } from 'commander';
 import { TaskNotFoundError } from '../tasks/errors.ts';
-import { findPausedTasks, resumeTasks, type PausedSelection } from '../tasks/store/pause.ts';
+import {
+  countPausedTasks,
+  findPausedTasks,
+  MAX_RESUME_BATCH,
+  resumeTasks,
+  type PausedSelection,
+} from '../tasks/store/pause.ts';
 import { forkTask, ForkRefusedError } from '../tasks/store/fork.ts';
 import { cliActor, withDb } from './operator-db.ts';
 import { parseDuration, table } from './operator-text.ts';
@@ -40,13 +46,20 @@ export function addTaskActionCommands(tasks: Command): void {
         throw new Error('name task ids, or select them with --tool, --principal or --since');
       }
       const selection: PausedSelection = bulk
-        ? { tool: opts.tool, principal: opts.principal, pausedWithinMs: opts.since }
+        ? { tool: opts.tool, principal: opts.principal, pausedWithinMs: opts.since, pausedBefore: new Date() }
         : { taskIds };
-      if (bulk && opts.yes !== true)
-        return printDryRun(await withDb((db) => findPausedTasks(db, selection)), opts);
-      const resumed = await withDb((db, queue) => resumeTasks(db, queue, selection, cliActor()), {
-        queue: true,
-      });
+      if (bulk && opts.yes !== true) {
+        const [found, total] = await withDb((db) =>
+          Promise.all([findPausedTasks(db, selection), countPausedTasks(db, selection)]),
+        );
+        return printDryRun(found, total, opts);
+      }
+      const resumed = await withDb(
+        (db, queue) => resumeAll(selection, (s) => resumeTasks(db, queue, s, cliActor())),
+        {
+          queue: true,
+        },
+      );
       if (opts.json === true) return print(`${JSON.stringify({ resumed }, null, 2)}\n`);
       for (const id of resumed) print(`${id}: resumed\n`);
       for (const id of bulk ? [] : taskIds.filter((t) => !resumed.includes(t))) {
@@ -83,12 +96,30 @@ export function addTaskActionCommands(tasks: Command): void {
     });
 }
 
-function printDryRun(found: Awaited<ReturnType<typeof findPausedTasks>>, opts: ResumeOptions): void {
+/** Every selected task, a batch (one transaction) at a time. */
+async function resumeAll(
+  selection: PausedSelection,
+  resumeBatch: (selection: PausedSelection) => Promise<string[]>,
+): Promise<string[]> {
+  const resumed: string[] = [];
+  for (;;) {
+    const batch = await resumeBatch(selection);
+    resumed.push(...batch);
+    if (selection.taskIds !== undefined || batch.length < MAX_RESUME_BATCH) return resumed;
+  }
+}
+
+function printDryRun(
+  found: Awaited<ReturnType<typeof findPausedTasks>>,
+  total: number,
+  opts: ResumeOptions,
+): void {
   if (opts.json === true) {
-    print(`${JSON.stringify({ wouldResume: found.length, tasks: found }, null, 2)}\n`);
+    print(`${JSON.stringify({ wouldResume: total, tasks: found }, null, 2)}\n`);
     return;
   }
-  print(`would resume ${found.length} paused tasks${found.length === 0 ? '' : ':'}\n`);
+  const listed = found.length < total ? ` (the first ${found.length} listed)` : '';
+  print(`would resume ${total} paused tasks${listed}${found.length === 0 ? '' : ':'}\n`);
   if (found.length > 0) {
     print(
       table(

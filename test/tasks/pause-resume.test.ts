@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool } from '../../src/index.ts';
 import { adminGetTask } from '../../src/tasks/store/admin.ts';
+import { MAX_RESUME_BATCH } from '../../src/tasks/store/pause.ts';
 import { runCli } from '../helpers/cli.ts';
 import { extTasksPort } from '../helpers/ext-tasks.ts';
 import { useTestServer } from '../helpers/server-process.ts';
@@ -265,6 +266,40 @@ describe('bulk resume', () => {
     expect(untouched.task.pausedAt).not.toBeNull();
     expect(untouched.actions).toEqual([]);
     expect(await queuedRuns(other)).toBe(0);
+  });
+
+  it('pages through more than one batch, each task once, even one that pauses again meanwhile', async () => {
+    // One paused task, copied row for row (new ids) past a batch of MAX_RESUME_BATCH.
+    const source = await startFiveSteps('bulk-big', 'five_steps_other');
+    await waitForPaused(source);
+    await sql`
+      insert into tasks
+      select (jsonb_populate_record(null::tasks,
+        to_jsonb(t) || jsonb_build_object('task_id', 'bulkcopy' || lpad(g::text, 16, '0')))).*
+      from tasks t, generate_series(1, ${MAX_RESUME_BATCH + 4}) g
+      where t.task_id = ${source}`.execute(server.tdb.db);
+    const paused = await sql<{ task_id: string }>`
+      select task_id from tasks where tool_name = 'five_steps_other' and paused_at is not null`.execute(
+      server.tdb.db,
+    );
+    const expected = paused.rows.map((r) => r.task_id).sort();
+    expect(expected.length).toBeGreaterThan(MAX_RESUME_BATCH);
+
+    const dryRun = await cli('resume', '--tool', 'five_steps_other');
+    expect(dryRun.stdout).toMatch(
+      new RegExp(
+        `^would resume ${expected.length} paused tasks \\(the first ${MAX_RESUME_BATCH} listed\\):\n`,
+      ),
+    );
+    // (The downstream stays down: a resumed task that runs pauses again, and must not be resumed twice.)
+    const bulk = await cli('resume', '--tool', 'five_steps_other', '--yes', '--json');
+    expect(bulk.code, bulk.stderr).toBe(0);
+    const { resumed } = JSON.parse(bulk.stdout) as { resumed: string[] };
+    expect([...resumed].sort()).toEqual(expected);
+    const audited = await sql<{ n: string }>`
+      select count(*)::text as n from task_actions
+      where action = 'resume' and task_id in (${sql.join(expected)})`.execute(server.tdb.db);
+    expect(Number(audited.rows[0]!.n)).toBe(expected.length);
   });
 
   it('a bulk resume without a filter is refused', async () => {

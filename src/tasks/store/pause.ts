@@ -47,12 +47,22 @@ export interface PausedSelection {
   principal?: string | undefined;
   /** Only tasks paused at most this long ago. */
   pausedWithinMs?: number | undefined;
+  /**
+   * Only tasks paused before this (a bulk resume's start): a task that pauses again while the resume
+   * pages through the others is not resumed a second time.
+   */
+  pausedBefore?: Date | undefined;
 }
 
 /** At most this many tasks are resumed by one call (a bulk resume pages through the rest). */
 export const MAX_RESUME_BATCH = 1_000;
 
+/** The selected paused tasks, in the order they paused, a batch at a time. */
 function pausedTasks(db: Kysely<Database>, selection: PausedSelection) {
+  return selectPaused(db, selection).orderBy('paused_at').orderBy('task_id').limit(MAX_RESUME_BATCH);
+}
+
+function selectPaused(db: Kysely<Database>, selection: PausedSelection) {
   let query = db
     .selectFrom('tasks')
     .where('status', '=', 'working')
@@ -68,7 +78,16 @@ function pausedTasks(db: Kysely<Database>, selection: PausedSelection) {
       sql<Date>`now() - ${selection.pausedWithinMs} * interval '1 millisecond'`,
     );
   }
-  return query.orderBy('paused_at').orderBy('task_id').limit(MAX_RESUME_BATCH);
+  if (selection.pausedBefore !== undefined) query = query.where('paused_at', '<=', selection.pausedBefore);
+  return query;
+}
+
+/** How many paused tasks the selection holds, all of them (a bulk resume's dry run lists a batch). */
+export async function countPausedTasks(db: Kysely<Database>, selection: PausedSelection): Promise<number> {
+  const row = await selectPaused(db, selection)
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
 }
 
 /** The paused tasks a resume would touch, without touching them (a bulk resume's dry run). */
