@@ -6,7 +6,8 @@ import { sql } from 'kysely';
 //   set: released, no run queued, holding no slot, until an operator resumes it.
 // - Each attempt records how it ended: its outcome and, for a crash, the exception's message and a stack
 //   excerpt (for operators only: never sent to a client). An attempt whose handler still runs past its
-//   cancel grace (CANCEL_GRACE_MS) is stuck: `stuck_since` says so until the handler returns.
+//   cancel grace (CANCEL_GRACE_MS) is stuck: `stuck_since` says so until the handler returns, and its
+//   worker renews `stuck_seen_at` meanwhile (a mark its worker stopped renewing is stale: that worker died).
 // - task_actions is the audit trail of what operators (and clients' cancels) did to a task: who, when,
 //   what, with details (a fork's source and first re-run step, a bulk resume's filter).
 // - A tool may mark argument fields secret (`defineTool({ secretArguments })`): their paths are kept with
@@ -26,6 +27,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('error_message', 'text')
     .addColumn('error_stack', 'text')
     .addColumn('stuck_since', 'timestamptz')
+    .addColumn('stuck_seen_at', 'timestamptz')
     .execute();
   await sql`create index task_attempts_stuck_idx on task_attempts (stuck_since) where stuck_since is not null`.execute(
     db,
@@ -53,6 +55,7 @@ export async function down(db: Kysely<any>): Promise<void> {
     .dropColumn('error_message')
     .dropColumn('error_stack')
     .dropColumn('stuck_since')
+    .dropColumn('stuck_seen_at')
     .execute();
   await sql`drop index if exists tasks_paused_idx`.execute(db);
   await db.schema.alterTable('tasks').dropColumn('paused_at').dropColumn('secret_arguments').execute();

@@ -15,9 +15,11 @@ export interface TaskAttemptsTable {
   error_stack: ColumnType<string | null, string | null | undefined, string | null>;
   /**
    * Set while the leg's handler still runs past its cancel grace (CANCEL_GRACE_MS), holding its worker's
-   * slot; cleared when it returns. Stays set if that worker dies first.
+   * slot; cleared when it returns.
    */
   stuck_since: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** When its worker last said the leg is still stuck (a mark it stopped renewing is stale: see isStuck). */
+  stuck_seen_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
 export type TaskAttemptRow = Selectable<TaskAttemptsTable>;

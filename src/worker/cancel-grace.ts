@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Metrics } from '../core/metrics.ts';
 import type { Database } from '../db/database.ts';
 import { coerceError, type Logger } from '../log.ts';
-import { setLegStuck } from '../tasks/store/attempt-ends.ts';
+import { renewStuckMarks, setLegStuck, STUCK_MARK_RENEW_MS } from '../tasks/store/attempt-ends.ts';
 import { cancelAfterGrace } from '../tasks/store/cancel.ts';
 import type { RunningAttempts } from './outcome.ts';
 
@@ -25,6 +25,8 @@ export interface CancelGrace {
   watch(taskId: string, entry: { attempt: number; abort: AbortController }, cancelled: boolean): void;
   /** Legs still running past their grace (each holds its slot until its handler returns). */
   stuckLegs(): number;
+  /** Notices stuck legs that ended, and renews the marks of those still stuck (every STUCK_MARK_RENEW_MS). */
+  tick(): void;
   stop(): void;
 }
 
@@ -101,6 +103,15 @@ export function startCancelGrace(opts: CancelGraceOptions): CancelGrace {
       graceMs,
     });
   };
+  let renewedAt = Date.now();
+  const renew = () => {
+    if (Date.now() - renewedAt < STUCK_MARK_RENEW_MS) return;
+    renewedAt = Date.now();
+    const legs = [...stuck.values()].map(({ taskId, attempt }) => ({ taskId, attempt }));
+    renewStuckMarks(db, legs).catch((err: unknown) =>
+      log.warn("renewing stuck legs' marks failed", { error: coerceError(err).message }),
+    );
+  };
   const prune = () => {
     for (const [abort, s] of stuck) {
       if (runs(s)) continue;
@@ -120,6 +131,10 @@ export function startCancelGrace(opts: CancelGraceOptions): CancelGrace {
     stuckLegs() {
       prune();
       return stuck.size;
+    },
+    tick() {
+      prune();
+      renew();
     },
     stop() {
       for (const timer of timers.values()) clearTimeout(timer);

@@ -85,7 +85,7 @@ export function startLeaseKeeper(opts: LeaseKeeperOptions): LeaseKeeper {
   };
   const checker = setInterval(() => {
     void check();
-    grace.stuckLegs(); // (notices, and logs, stuck legs that ended)
+    grace.tick();
   }, opts.cancelCheckIntervalMs);
 
   // A worker that cannot renew for most of a lease stops its attempts: past the lease another worker

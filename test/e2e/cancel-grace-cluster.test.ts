@@ -84,6 +84,20 @@ describe('cancel through nginx with two instances and a worker process', () => {
       what: 'one stuck leg on the worker',
     });
     expect(await workerGauge('durable_mcp_worker_slots_busy')).toBe(1);
+    // While it runs, its worker keeps renewing the attempt's stuck mark (every 10 s).
+    const mark = () =>
+      tdb.db
+        .selectFrom('task_attempts')
+        .select(['stuck_since', 'stuck_seen_at'])
+        .where('task_id', '=', taskId as string)
+        .executeTakeFirstOrThrow();
+    await waitFor(
+      async () => {
+        const { stuck_since, stuck_seen_at } = await mark();
+        return stuck_since !== null && stuck_seen_at !== null && stuck_seen_at > stuck_since;
+      },
+      { timeoutMs: 15_000, what: 'the stuck mark renewed' },
+    );
     await waitFor(async () => (await workerGauge('durable_mcp_worker_stuck_legs')) === 0, {
       timeoutMs: HANDLER_SECONDS * 1000 + 15_000,
       what: 'the stuck leg ending when its handler returns',
@@ -96,6 +110,8 @@ describe('cancel through nginx with two instances and a worker process', () => {
       .where('task_id', '=', taskId as string)
       .executeTakeFirstOrThrow();
     expect(stored).toEqual({ status: 'cancelled', result: null });
+    await waitFor(async () => (await mark()).stuck_since === null, { what: 'the stuck mark cleared' });
+    expect(await mark()).toEqual({ stuck_since: null, stuck_seen_at: null });
     expect(
       await workerGauge('durable_mcp_tasks_finished_total', { tool: 'ignores_cancel', status: 'cancelled' }),
     ).toBe(1);

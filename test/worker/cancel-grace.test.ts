@@ -1,6 +1,7 @@
 // CANCEL_GRACE_MS: a handler that ignores ctx.signal no longer keeps its cancelled task `working`. Past the
 // grace the task is `cancelled` (a lease of ten minutes rules the lease path out), whatever the handler
 // returns later is discarded, and its leg keeps its slot, counted as stuck, until the handler returns.
+import { sql } from 'kysely';
 import type { Browser } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CANCEL_TOOLS, handlerEvents, release } from '../helpers/cancel-tools.ts';
@@ -52,7 +53,7 @@ describe('a running handler that ignores its cancel', () => {
   const dashboardAttempts = async (taskId: string) => {
     const page = await signedInPage(browser, new URL(server.rt.url).origin, TOKEN);
     try {
-      const stuckCard = await textOf(page, '.card.queue.stuck .n');
+      const stuckCard = await textOf(page, '.card.queue[title*="cancel grace"] .n');
       await page.goto(`${new URL(server.rt.url).origin}/dashboard/tasks/${taskId}`);
       return { attempts: await textOf(page, 'table.attempts'), stuckCard };
     } finally {
@@ -114,6 +115,29 @@ describe('a running handler that ignores its cancel', () => {
     expect((await mcp.getTask(taskId as string)).status).toBe('cancelled');
     expect(await finished('cancelled')).toBe(cancelledBefore + 1);
     expect(await finished('completed')).toBe(0);
+  });
+
+  it('a stuck mark its worker stopped renewing (the worker died) is no longer shown', async () => {
+    const { mcp } = server;
+    const { taskId } = await mcp.callTool(TOOL, { seconds: 0, tag: 'quick' });
+    expect((await mcp.waitForTask(taskId as string)).status).toBe('completed');
+    // As a worker that died with the leg stuck leaves it: marked, and no longer renewed.
+    const markStuck = (seenAgo: string) =>
+      sql`update task_attempts set stuck_since = now() - interval '5 minutes',
+            stuck_seen_at = now() - ${seenAgo}::interval
+          where task_id = ${taskId}`.execute(server.tdb.db);
+    await markStuck('2 minutes');
+    const stale = await dashboardAttempts(taskId as string);
+    expect(stale.stuckCard).toBe('0');
+    expect(stale.attempts).not.toMatch(/stuck leg/);
+    // Renewed lately, the same mark counts (the worker renews every 10 s, and a minute without is stale).
+    await markStuck('5 seconds');
+    const live = await dashboardAttempts(taskId as string);
+    expect(live.stuckCard).toBe('1');
+    expect(live.attempts).toMatch(/completed stuck leg since/);
+    await sql`update task_attempts set stuck_since = null, stuck_seen_at = null where task_id = ${taskId}`.execute(
+      server.tdb.db,
+    );
   });
 
   it('a handler that honours its signal ends cancelled by its own leg, with no stuck leg', async () => {

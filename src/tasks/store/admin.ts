@@ -9,6 +9,7 @@ import { isWellFormedTaskId } from '../ids.ts';
 import { redactArguments } from '../redact.ts';
 import { readActions, recordAction, type Actor, type TaskAction } from './actions.ts';
 import { listArtifacts } from './artifact-reads.ts';
+import { isStuck } from './attempt-ends.ts';
 import { requestCancel } from './cancel.ts';
 import { TASK_VIEW_COLUMNS, toTaskView, type TaskView } from './view.ts';
 
@@ -164,7 +165,10 @@ export interface TaskHistory {
     outcome: string | null;
     errorMessage: string | null;
     errorStack: string | null;
-    /** Since when its handler has run past its cancel grace, holding a slot; null once it returned. */
+    /**
+     * Since when its handler has run past its cancel grace, holding a slot; null once it returned (or when
+     * its worker stopped saying so: it died).
+     */
     stuckSince: Date | null;
   }[];
   /** What operators (and a client's cancel, when an operator's is not recorded) did to it, oldest first. */
@@ -221,7 +225,7 @@ export async function adminGetTask(db: Kysely<Database>, taskId: string): Promis
         'outcome',
         'error_message',
         'error_stack',
-        'stuck_since',
+        sql<Date | null>`case when ${isStuck} then stuck_since end`.as('stuck_since'),
       ])
       .where('task_id', '=', taskId)
       .orderBy('attempt')

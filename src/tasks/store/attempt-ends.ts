@@ -51,6 +51,20 @@ export async function recordAttemptEnd(
     .execute();
 }
 
+/** How often a worker renews the marks of its stuck legs. */
+export const STUCK_MARK_RENEW_MS = 10_000;
+/** A mark not renewed for this long is stale: its worker died (or lost the database) while it was stuck. */
+export const STUCK_MARK_STALE_MS = 60_000;
+
+/** Whether an attempt row's stuck mark is live (renewed lately by its worker). */
+export const isStuck = sql<boolean>`(stuck_since is not null and stuck_seen_at > now() - ${STUCK_MARK_STALE_MS} * interval '1 millisecond')`;
+
+/** The stuck-mark columns of a leg found stuck (or found still stuck) now. */
+export const stuckNow = {
+  stuck_since: sql<Date>`coalesce(stuck_since, now())`,
+  stuck_seen_at: sql<Date>`now()`,
+};
+
 /**
  * Marks an attempt's leg stuck (its handler still runs past its grace, holding its worker's slot) or, when
  * the handler returned, no longer stuck. Its own row only: whatever became of the task.
@@ -63,8 +77,20 @@ export async function setLegStuck(
 ): Promise<void> {
   await db
     .updateTable('task_attempts')
-    .set({ stuck_since: stuck ? sql<Date>`coalesce(stuck_since, now())` : null })
+    .set(stuck ? stuckNow : { stuck_since: null, stuck_seen_at: null })
     .where('task_id', '=', taskId)
     .where('attempt', '=', attempt)
     .execute();
+}
+
+/** Renews the marks of legs still stuck (one statement for all of a worker's). */
+export async function renewStuckMarks(
+  db: Kysely<Database>,
+  legs: readonly { taskId: string; attempt: number }[],
+): Promise<void> {
+  if (legs.length === 0) return;
+  await sql`
+    update task_attempts a set stuck_seen_at = now()
+    from jsonb_to_recordset(${JSON.stringify(legs)}::jsonb) as l("taskId" text, attempt int)
+    where a.task_id = l."taskId" and a.attempt = l.attempt and a.stuck_since is not null`.execute(db);
 }

@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { TaskNotFoundError } from '../errors.ts';
 import { ACTIVE_STATUSES } from '../status.ts';
-import { attemptEndColumns } from './attempt-ends.ts';
+import { attemptEndColumns, stuckNow } from './attempt-ends.ts';
 import { taskExists } from './read.ts';
 
 /**
@@ -70,7 +70,7 @@ export async function cancelAfterGrace(
     const message = `the handler had not returned ${graceMs} ms after its cancel signal: the task ended without it`;
     await trx
       .updateTable('task_attempts')
-      .set({ ...attemptEndColumns({ outcome: 'cancelled', error: { message } }), stuck_since: sql`now()` })
+      .set({ ...attemptEndColumns({ outcome: 'cancelled', error: { message } }), ...stuckNow })
       .where('task_id', '=', taskId)
       .where('attempt', '=', attempt)
       .execute();

@@ -3,6 +3,7 @@ import type { StoreStats } from '../../core/metrics.ts';
 import type { Database } from '../../db/database.ts';
 import { RUN_QUEUE } from '../../queue/boss.ts';
 import { ACTIVE_STATUSES, TASK_STATUSES } from '../status.ts';
+import { isStuck } from './attempt-ends.ts';
 
 /**
  * The cluster-wide numbers behind the store gauges, in one round trip: tasks by status (paused ones as
@@ -34,7 +35,7 @@ export async function readStoreStats(db: Kysely<Database>, bossSchema = 'pgboss'
       from task_artifacts where state = 'complete'
     union all
     select 'stuck', null, count(*)::text, null
-      from task_attempts where stuck_since is not null
+      from task_attempts where ${isStuck}
   `.execute(db);
   const stats: StoreStats = {
     // Every status is reported, 0 included (an alert on one must not see it vanish), and `paused`: the
