@@ -2,6 +2,8 @@
 // the task (who, when, what). Resume runs a paused task again from its last completed step; fork starts
 // a finished one again under a new id, from the start or from a step.
 import { type Command, Option } from 'commander';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../db/database.ts';
 import { TaskNotFoundError } from '../tasks/errors.ts';
 import {
   countPausedTasks,
@@ -46,7 +48,7 @@ export function addTaskActionCommands(tasks: Command): void {
         throw new Error('name task ids, or select them with --tool, --principal or --since');
       }
       const selection: PausedSelection = bulk
-        ? { tool: opts.tool, principal: opts.principal, pausedWithinMs: opts.since, pausedBefore: new Date() }
+        ? { tool: opts.tool, principal: opts.principal, pausedWithinMs: opts.since }
         : { taskIds };
       if (bulk && opts.yes !== true) {
         const [found, total] = await withDb((db) =>
@@ -55,7 +57,7 @@ export function addTaskActionCommands(tasks: Command): void {
         return printDryRun(found, total, opts);
       }
       const resumed = await withDb(
-        (db, queue) => resumeAll(selection, (s) => resumeTasks(db, queue, s, cliActor())),
+        (db, queue) => resumeAll(db, selection, (s) => resumeTasks(db, queue, s, cliActor())),
         {
           queue: true,
         },
@@ -96,16 +98,23 @@ export function addTaskActionCommands(tasks: Command): void {
     });
 }
 
-/** Every selected task, a batch (one transaction) at a time. */
+/**
+ * Every selected task, a batch (one transaction) at a time; in bulk, only tasks paused before it began
+ * (by the database's clock), so that one pausing again meanwhile is not resumed twice.
+ */
 async function resumeAll(
+  db: Kysely<Database>,
   selection: PausedSelection,
   resumeBatch: (selection: PausedSelection) => Promise<string[]>,
 ): Promise<string[]> {
+  if (selection.taskIds !== undefined) return resumeBatch(selection);
+  const { rows } = await sql<{ now: Date }>`select now() as now`.execute(db);
+  const pinned: PausedSelection = { ...selection, pausedBefore: rows[0]!.now };
   const resumed: string[] = [];
   for (;;) {
-    const batch = await resumeBatch(selection);
+    const batch = await resumeBatch(pinned);
     resumed.push(...batch);
-    if (selection.taskIds !== undefined || batch.length < MAX_RESUME_BATCH) return resumed;
+    if (batch.length < MAX_RESUME_BATCH) return resumed;
   }
 }
 

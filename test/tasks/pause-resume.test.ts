@@ -149,6 +149,10 @@ describe("onExhausted: 'pause', then tasks resume", () => {
 
       const after = (await adminGetTask(server.rt.db, taskId))!;
       expect(after.task.pausedAt).toBeNull();
+      // The step's own count started afresh with the resume (its last error kept for operators).
+      expect(after.stepFailures).toEqual([
+        expect.objectContaining({ name: 's3', failures: 0, lastError: 'downstream billing unavailable' }),
+      ]);
       expect(after.actions).toEqual([
         expect.objectContaining({ action: 'resume', actor: expect.stringMatching(/^cli:.+@.+/), detail: {} }),
       ]);
@@ -166,6 +170,13 @@ describe("onExhausted: 'pause', then tasks resume", () => {
     expect((await server.mcp.getTask(taskId)).status).toBe('cancelled');
     const history = (await adminGetTask(server.rt.db, taskId))!;
     expect(history.actions.map((a) => a.action)).toEqual(['cancel']);
+    // Paused no more: not listed, nor counted, as paused.
+    expect(history.task.pausedAt).toBeNull();
+    const pausedGauge = async () =>
+      (await (await fetch(new URL('/metrics', server.rt.url))).text()).match(
+        /durable_mcp_tasks\{status="paused"\} (\d+)/,
+      )?.[1];
+    await waitFor(async () => (await pausedGauge()) === '0', { what: 'no task counted paused' });
     // A second cancel of the finished task changes nothing, and records nothing.
     expect((await cli('cancel', taskId)).stdout).toBe(`${taskId}: already cancelled\n`);
     expect((await adminGetTask(server.rt.db, taskId))!.actions.map((a) => a.action)).toEqual(['cancel']);
@@ -296,6 +307,13 @@ describe('bulk resume', () => {
     expect(bulk.code, bulk.stderr).toBe(0);
     const { resumed } = JSON.parse(bulk.stdout) as { resumed: string[] };
     expect([...resumed].sort()).toEqual(expected);
+    // Each one queued like any run: a delivery lost before its claim would be redelivered past its deadline.
+    const undated = await sql<{ n: string }>`
+      select count(*)::text as n from tasks
+      where task_id in (${sql.join(expected)}) and status = 'working' and lease_expires_at is null`.execute(
+      server.tdb.db,
+    );
+    expect(undated.rows[0]!.n).toBe('0');
     const audited = await sql<{ n: string }>`
       select count(*)::text as n from task_actions
       where action = 'resume' and task_id in (${sql.join(expected)})`.execute(server.tdb.db);

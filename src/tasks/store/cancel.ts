@@ -22,6 +22,8 @@ export async function requestCancel(
     .set({
       cancel_requested_at: sql`coalesce(cancel_requested_at, now())`,
       status: sql`case when ${idle} then 'cancelled' else status end`,
+      // (A paused task is idle: a cancel ends it, and it is paused no more.)
+      paused_at: sql`case when ${idle} then null else paused_at end`,
       status_message: sql`case when ${idle} then 'Cancelled by request' else status_message end`,
       last_updated_at: sql`case when ${idle} then now() else last_updated_at end`,
     })

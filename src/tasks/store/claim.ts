@@ -93,6 +93,7 @@ async function claimKeyedTask(
       .where('task_id', '=', taskId)
       .where('status', '=', 'working')
       .where('leased_by', 'is', null)
+      .where('paused_at', 'is', null)
       .execute();
     return undefined;
   });
@@ -113,6 +114,7 @@ export async function nextWaitingForKey(trx: Kysely<Database>, key: string): Pro
     .where('status', '=', 'working')
     .where('leased_by', 'is', null)
     .where('cancel_requested_at', 'is', null)
+    .where('paused_at', 'is', null)
     .where('lease_expires_at', '<=', sql<Date>`now() + ${REDELIVERY_MS} * interval '1 millisecond'`)
     .orderBy('created_at')
     .limit(1)

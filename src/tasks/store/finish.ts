@@ -92,6 +92,7 @@ export async function settleCancelRequest(db: Kysely<Database>, taskId: string):
     .set({
       status: 'cancelled',
       status_message: 'Cancelled by request',
+      paused_at: null,
       leased_by: null,
       lease_expires_at: null,
       last_updated_at: sql`now()`,

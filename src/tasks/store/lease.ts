@@ -280,6 +280,7 @@ export async function redeliverStuckRuns(db: Kysely<Database>, limit: number): P
         .select('task_id')
         .where('status', '=', 'working')
         .where('leased_by', 'is', null)
+        .where('paused_at', 'is', null)
         .where('lease_expires_at', '<', sql<Date>`now()`)
         .orderBy('lease_expires_at')
         .limit(limit)

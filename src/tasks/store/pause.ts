@@ -8,6 +8,7 @@ import type { TaskQueue } from '../../queue/task-queue.ts';
 import { attemptEndColumns, type AttemptEnd } from './attempt-ends.ts';
 import { recordAction, type Actor } from './actions.ts';
 import { settleCancelRequest } from './finish.ts';
+import { claimDeadline } from './lease.ts';
 
 /**
  * Pauses the task this attempt holds, and records the attempt's end, in one statement (fenced like
@@ -125,6 +126,8 @@ export async function resumeTasks(
         paused_at: null,
         failures: 0,
         status_message: `Resumed by ${actor}`,
+        // As for any queued run: a delivery lost before its claim is redelivered past this deadline.
+        lease_expires_at: claimDeadline(),
         last_updated_at: sql`now()`,
       })
       .where('task_id', 'in', pausedTasks(trx, selection).select('task_id').forUpdate().skipLocked())
@@ -133,6 +136,14 @@ export async function resumeTasks(
       .returning('task_id')
       .execute();
     const resumed = rows.map((r) => r.task_id);
+    // Its steps' own retry policies count afresh too (their last errors stay for the operator's view).
+    if (resumed.length > 0) {
+      await trx
+        .updateTable('task_step_failures')
+        .set({ failures: 0 })
+        .where('task_id', 'in', resumed)
+        .execute();
+    }
     for (const taskId of resumed) await queue.enqueueRun(trx, taskId);
     await recordAction(
       trx,

@@ -15,6 +15,7 @@ export async function expireTasks(db: Kysely<Database>, limit: number): Promise<
       status: 'failed',
       error: JSON.stringify(EXPIRED_ERROR),
       status_message: EXPIRED_ERROR.message,
+      paused_at: null,
       cancel_requested_at: sql`coalesce(cancel_requested_at, now())`,
       leased_by: null,
       lease_expires_at: null,
