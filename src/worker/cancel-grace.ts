@@ -51,17 +51,21 @@ interface Stuck extends Stopped {
  */
 export function startCancelGrace(opts: CancelGraceOptions): CancelGrace {
   const { db, running, graceMs, metrics, log } = opts;
-  const timers = new Map<AbortController, NodeJS.Timeout>();
+  const timers = new Set<NodeJS.Timeout>();
+  let stopped = false;
+  /** Attempts whose cancel is watched already (a cancel is seen again at every check until it ends). */
+  const cancels = new WeakSet<AbortController>();
   const stuck = new Map<AbortController, Stuck>();
   // The attempt's entry stays in `running` until its leg has settled (leg.ts): still there, still running.
   const runs = (s: Stopped) => running.get(s.taskId)?.abort === s.abort;
   const after = (s: Stopped, ms: number, then: (s: Stopped) => Promise<void>) => {
+    if (stopped) return;
     const timer = setTimeout(() => {
-      timers.delete(s.abort);
+      timers.delete(timer);
       void then(s);
     }, ms);
     timer.unref();
-    timers.set(s.abort, timer);
+    timers.add(timer);
   };
   /** The attempt row's stuck mark: for the dashboard, so a failed write is logged, not retried. */
   const mark = (s: Stuck, isStuck: boolean) => {
@@ -123,6 +127,8 @@ export function startCancelGrace(opts: CancelGraceOptions): CancelGrace {
 
   return {
     watch(taskId, { attempt, abort }, cancelled) {
+      if (cancelled && cancels.has(abort)) return;
+      if (cancelled) cancels.add(abort);
       after({ taskId, attempt, abort }, graceMs, async (s) => {
         if (cancelled) await cancel(s);
         else if (runs(s)) found(s, true);
@@ -137,7 +143,8 @@ export function startCancelGrace(opts: CancelGraceOptions): CancelGrace {
       renew();
     },
     stop() {
-      for (const timer of timers.values()) clearTimeout(timer);
+      stopped = true;
+      for (const timer of timers) clearTimeout(timer);
       timers.clear();
     },
   };

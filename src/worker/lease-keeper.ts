@@ -44,9 +44,16 @@ export function startLeaseKeeper(opts: LeaseKeeperOptions): LeaseKeeper {
   });
   const stopAttempt = (taskId: string, reason: Error) => {
     const entry = running.get(taskId);
-    if (entry === undefined || entry.abort.signal.aborted) return;
+    if (entry === undefined) return;
+    const cancelled = reason instanceof CancelRequestedError;
+    // (An attempt stopped earlier for a lost lease that its worker then kept after all still ends by the
+    // grace when a cancel comes: its handler may never have listened.)
+    if (entry.abort.signal.aborted) {
+      if (cancelled) grace.watch(taskId, entry, true);
+      return;
+    }
     entry.abort.abort(reason);
-    grace.watch(taskId, entry, reason instanceof CancelRequestedError);
+    grace.watch(taskId, entry, cancelled);
   };
   const attemptsOf = (only?: string) =>
     new Map(
