@@ -151,7 +151,9 @@ export class TaskService {
    * Delivers a task's signal by its token (the token is the credential). The task runs again at once:
    * in this process when one of its workers has a free slot (claimed in the delivery's transaction, the
    * leg started once it commits, as `create` does), else through the queue. A task still running before
-   * its wait is not claimed: its queued run is turned away, and it finds the signal at its wait.
+   * its wait is not claimed: it finds the signal at its wait, or as it parks; and a run is queued all the
+   * same, for a delivery that committed while that attempt was parking, after it looked (the run's claim
+   * then waits for the parking to commit, and finds the task released).
    */
   async deliverSignal(token: string, payload: unknown): Promise<SignalDelivery> {
     // The principal is not known before the delivery: only a slot any principal may take.
@@ -166,9 +168,9 @@ export class TaskService {
       });
     }
     try {
-      // One statement: the delivery and the claim (a task held by a running attempt needs no run).
+      // One statement: the delivery and the claim; a task it did not claim gets a queued run (see above).
       const { outcome, taskId, claimed, keyed } = await deliverSignalAndClaim(this.#db, token, payload, slot);
-      if (taskId !== undefined && keyed === true) {
+      if (taskId !== undefined && (keyed === true || claimed === undefined)) {
         await this.#db.transaction().execute((trx) => this.#queue.enqueueRun(trx, taskId));
       }
       if (taskId !== undefined) await this.#onChange(this.#db, taskId);

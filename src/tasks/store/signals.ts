@@ -87,7 +87,7 @@ export async function recordSignalDelivery(
  * recordSignalDelivery and the claim of the task for `claimFor`, in one statement (one round trip, no
  * transaction): the delivery's task, and the claimed task when it was free to claim. When it was not
  * (an attempt that still runs before its wait holds it), that attempt finds the signal at its wait, or
- * as it parks: no run needs to be queued.
+ * as it parks; the caller queues a run for the delivery that commits while it parks.
  */
 export async function deliverSignalAndClaim(
   db: Kysely<Database>,
