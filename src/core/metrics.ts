@@ -206,24 +206,30 @@ export class Metrics {
 
   /** This process's worker slots in use (legs running now). */
   addWorkerSlots(busy: () => number): void {
-    new Gauge({
-      name: `${PREFIX}worker_slots_busy`,
-      help: "This process's worker slots running a task leg now (a parked task holds none).",
-      registers: [this.registry],
-      collect() {
-        this.set(busy());
-      },
-    });
+    this.#processGauge(
+      'worker_slots_busy',
+      "This process's worker slots running a task leg now (a parked task holds none).",
+      busy,
+    );
   }
 
   /** This process's stuck legs: stopped (a cancel, a lost lease) yet still running past CANCEL_GRACE_MS. */
   addStuckLegs(stuck: () => number): void {
+    this.#processGauge(
+      'worker_stuck_legs',
+      "This process's legs still running CANCEL_GRACE_MS after their signal fired (a cancel or a lost lease): each holds a worker slot until its handler returns.",
+      stuck,
+    );
+  }
+
+  /** A gauge of this process that reads its value on scrape. */
+  #processGauge(name: string, help: string, read: () => number): void {
     new Gauge({
-      name: `${PREFIX}worker_stuck_legs`,
-      help: "This process's legs still running CANCEL_GRACE_MS after their signal fired (a cancel or a lost lease): each holds a worker slot until its handler returns.",
+      name: `${PREFIX}${name}`,
+      help,
       registers: [this.registry],
       collect() {
-        this.set(stuck());
+        this.set(read());
       },
     });
   }

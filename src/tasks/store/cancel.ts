@@ -3,6 +3,7 @@ import type { Database } from '../../db/database.ts';
 import { TaskNotFoundError } from '../errors.ts';
 import { ACTIVE_STATUSES } from '../status.ts';
 import { attemptEndColumns, stuckNow } from './attempt-ends.ts';
+import { CANCELLED_COLUMNS } from './finish.ts';
 import { taskExists } from './read.ts';
 
 /**
@@ -53,15 +54,7 @@ export async function cancelAfterGrace(
   return db.transaction().execute(async (trx) => {
     const row = await trx
       .updateTable('tasks')
-      .set({
-        status: 'cancelled',
-        status_message: 'Cancelled by request',
-        result: null,
-        error: null,
-        leased_by: null,
-        lease_expires_at: null,
-        last_updated_at: sql`now()`,
-      })
+      .set(CANCELLED_COLUMNS)
       .where('task_id', '=', taskId)
       .where('attempt', '=', attempt)
       .where('status', '=', 'working')

@@ -85,18 +85,21 @@ export async function finishAttempts(db: Kysely<Database>, finishes: readonly Fi
   return finishes.map((f) => done.has(`${f.attempt}:${f.taskId}`));
 }
 
+/** What a task ended by its cancel request is set to: `cancelled`, released, paused no more. */
+export const CANCELLED_COLUMNS = {
+  status: 'cancelled',
+  status_message: 'Cancelled by request',
+  paused_at: null,
+  leased_by: null,
+  lease_expires_at: null,
+  last_updated_at: sql<Date>`now()`,
+} as const;
+
 /** Turns a cancel request that no attempt is honouring (task not claimable) into `cancelled`. */
 export async function settleCancelRequest(db: Kysely<Database>, taskId: string): Promise<boolean> {
   const row = await db
     .updateTable('tasks')
-    .set({
-      status: 'cancelled',
-      status_message: 'Cancelled by request',
-      paused_at: null,
-      leased_by: null,
-      lease_expires_at: null,
-      last_updated_at: sql`now()`,
-    })
+    .set(CANCELLED_COLUMNS)
     .where('task_id', '=', taskId)
     .where('status', 'in', ACTIVE_STATUSES)
     .where('cancel_requested_at', 'is not', null)
