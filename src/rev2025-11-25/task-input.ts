@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { decodeCanonicalBase64url } from '../core/base64url.ts';
 import { JsonObjectSchema, type JsonObject } from '../core/wire.ts';
 import type { TaskView } from '../tasks/store/view.ts';
 import type { SessionEraOptions } from './options.ts';
@@ -25,9 +26,10 @@ function taskInputRequestId(taskId: string, key: string): string {
 /** The task and key an input request's id names, or undefined for any other id. */
 export function parseTaskInputRequestId(id: string): { taskId: string; key: string } | undefined {
   if (!id.startsWith(TASK_INPUT_ID_PREFIX)) return undefined;
-  const dot = id.indexOf('.');
+  const names = decodeCanonicalBase64url(id.slice(id.indexOf('.') + 1));
+  if (names === undefined) return undefined;
   try {
-    const value: unknown = JSON.parse(Buffer.from(id.slice(dot + 1), 'base64url').toString('utf8'));
+    const value: unknown = JSON.parse(names.toString('utf8'));
     if (Array.isArray(value) && typeof value[0] === 'string' && typeof value[1] === 'string') {
       return { taskId: value[0], key: value[1] };
     }

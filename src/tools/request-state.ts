@@ -8,6 +8,7 @@ import {
   timingSafeEqual,
 } from 'node:crypto';
 import { z } from 'zod';
+import { decodeCanonicalBase64url } from '../core/base64url.ts';
 import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
 import { InputResponsesSchema, type InputResponses } from '../core/wire.ts';
 
@@ -46,6 +47,9 @@ export interface RequestStateBinding {
 
 /** A sealed state of this version: `2.<iv>.<ciphertext>.<tag>`, each base64url. */
 const SEALED_PREFIX = '2.';
+const IV_BYTES = 12;
+/** GCM's full tag: Node would check as few bytes as the client sends (down to 4), a forgery in 2³² tries. */
+const TAG_BYTES = 16;
 
 /**
  * MRTR requestState, sealed with AES-256-GCM (authenticated encryption: the client can neither read nor
@@ -76,8 +80,8 @@ export class RequestStateSealer {
       e: now + this.#ttlMs,
       r: responses,
     } satisfies z.infer<typeof PayloadSchema>;
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.#cipherKey, iv);
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.#cipherKey, iv, { authTagLength: TAG_BYTES });
     const sealed = Buffer.concat([cipher.update(JSON.stringify(payload), 'utf8'), cipher.final()]);
     const parts = [iv, sealed, cipher.getAuthTag()].map((b) => b.toString('base64url'));
     return `${SEALED_PREFIX}${parts.join('.')}`;
@@ -107,15 +111,14 @@ export class RequestStateSealer {
 
   /** A state of this version's payload, or undefined when it was not sealed with this key as it is. */
   #decrypt(state: string): string | undefined {
-    const [iv, sealed, tag, extra] = state.slice(SEALED_PREFIX.length).split('.');
-    if (iv === undefined || sealed === undefined || tag === undefined || extra !== undefined)
+    const parts = state.slice(SEALED_PREFIX.length).split('.').map(decodeCanonicalBase64url);
+    const [iv, sealed, tag] = parts;
+    if (iv?.length !== IV_BYTES || sealed === undefined || tag?.length !== TAG_BYTES || parts.length !== 3)
       return undefined;
     try {
-      const decipher = createDecipheriv('aes-256-gcm', this.#cipherKey, Buffer.from(iv, 'base64url'));
-      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-      return Buffer.concat([decipher.update(Buffer.from(sealed, 'base64url')), decipher.final()]).toString(
-        'utf8',
-      );
+      const decipher = createDecipheriv('aes-256-gcm', this.#cipherKey, iv, { authTagLength: TAG_BYTES });
+      decipher.setAuthTag(tag);
+      return Buffer.concat([decipher.update(sealed), decipher.final()]).toString('utf8');
     } catch {
       return undefined;
     }
@@ -128,7 +131,7 @@ export class RequestStateSealer {
     const expected = Buffer.from(this.#mac(body));
     const given = Buffer.from(mac);
     if (expected.length !== given.length || !timingSafeEqual(expected, given)) return undefined;
-    return Buffer.from(body, 'base64url').toString('utf8');
+    return decodeCanonicalBase64url(body)?.toString('utf8');
   }
 
   #mac(body: string): string {

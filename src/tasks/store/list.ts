@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
+import { decodeCanonicalBase64url } from '../../core/base64url.ts';
 import { ProtocolError, ProtocolErrorCode } from '../../core/errors.ts';
 import { isWellFormedTaskId } from '../ids.ts';
 import type { TaskStatus } from '../status.ts';
@@ -11,8 +12,10 @@ function encodeCursor(view: TaskView): string {
 }
 
 function decodeCursor(cursor: string): [string, string] {
+  // Only the very text encodeCursor wrote: any other spelling of its bytes is not a cursor we issued.
+  const bytes = decodeCanonicalBase64url(cursor);
   try {
-    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    const value = bytes === undefined ? undefined : (JSON.parse(bytes.toString('utf8')) as unknown);
     if (
       Array.isArray(value) &&
       value.length === 2 &&
