@@ -3,6 +3,7 @@
 // a finished one again under a new id, from the start or from a step.
 import { type Command, Option } from 'commander';
 import { sql, type Kysely } from 'kysely';
+import { loadConfig } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import { TaskNotFoundError } from '../tasks/errors.ts';
 import {
@@ -12,7 +13,7 @@ import {
   resumeTasks,
   type PausedSelection,
 } from '../tasks/store/pause.ts';
-import { forkTask, ForkRefusedError } from '../tasks/store/fork.ts';
+import { forkTask, ForkRefusedError, type ForkedSignal } from '../tasks/store/fork.ts';
 import { cliActor, withDb } from './operator-db.ts';
 import { parseDuration, table } from './operator-text.ts';
 
@@ -75,7 +76,8 @@ export function addTaskActionCommands(tasks: Command): void {
     .command('fork <taskId>')
     .description(
       'start a finished task again under a new id (same principal, tool, arguments): from the start, or ' +
-        'with --from-step, with the steps before that one copied',
+        'with --from-step, with the steps before that one copied (a signal they created that was still ' +
+        'pending gets a new URL, printed here: PUBLIC_URL, or http://HOST:PORT, + /signals/{token})',
     )
     .addOption(new Option('--from-step <name>', 'the first step that runs again'))
     .option('--json', 'print JSON')
@@ -90,12 +92,31 @@ export function addTaskActionCommands(tasks: Command): void {
         if (err instanceof ForkRefusedError) throw new Error(err.message);
         throw err;
       });
+      const signals = forked.signals.map(signalLink);
       if (opts.json === true)
-        return print(`${JSON.stringify({ taskId: forked, forkedFrom: taskId }, null, 2)}\n`);
+        return print(`${JSON.stringify({ taskId: forked.taskId, forkedFrom: taskId, signals }, null, 2)}\n`);
       print(
-        `${forked}: forked from ${taskId}${opts.fromStep === undefined ? '' : ` at step ${opts.fromStep}`}\n`,
+        `${forked.taskId}: forked from ${taskId}${opts.fromStep === undefined ? '' : ` at step ${opts.fromStep}`}\n`,
       );
+      for (const s of signals) {
+        const until = s.timeoutAt === null ? '' : ` (until ${s.timeoutAt})`;
+        print(`  signal ${s.name} waits for a delivery to ${s.url}${until}\n`);
+      }
     });
+}
+
+/**
+ * A fork's pending signal as its deliverer needs it: the URL the server would hand out for its token
+ * (as the worker builds it: PUBLIC_URL, or http://HOST:PORT, + /signals/{token}).
+ */
+function signalLink({ name, token, timeoutAt }: ForkedSignal) {
+  const { PUBLIC_URL, HOST, PORT } = loadConfig({
+    PUBLIC_URL: process.env.PUBLIC_URL,
+    HOST: process.env.HOST,
+    PORT: process.env.PORT,
+  });
+  const origin = PUBLIC_URL?.replace(/\/$/, '') ?? `http://${HOST}:${PORT}`;
+  return { name, url: `${origin}/signals/${token}`, timeoutAt: timeoutAt?.toISOString() ?? null };
 }
 
 /**

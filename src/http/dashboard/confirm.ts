@@ -2,6 +2,7 @@
 // its form's POST, with the sign-in's CSRF token, acts. Each says what will happen to which task.
 import { html } from 'hono/html';
 import type { TaskHistory } from '../../tasks/store/admin.ts';
+import type { Fork } from '../../tasks/store/fork.ts';
 import { PAGE_TEXT_CHARS, truncate, type Html } from './format.ts';
 import { layout, type Viewer } from './layout.ts';
 import { statusBadges, taskHref, type TaskAction } from './task-state.ts';
@@ -114,6 +115,36 @@ function confirmForkPage(viewer: Viewer, history: TaskHistory): Html {
           </select></label
         >`,
     ),
+  );
+}
+
+/**
+ * A fork that waits for signals under new URLs (its source's never reach it): shown once, after the
+ * fork, since only the new task's deliverer can use them and no page shows them again.
+ */
+export function forkedPage(viewer: Viewer, sourceId: string, fork: Fork, origin: string): Html {
+  return layout(
+    `Forked ${sourceId}`,
+    html`<section class="confirm forked">
+      <h1>
+        Forked <code>${sourceId}</code> as <a href="${taskHref(fork.taskId)}"><code>${fork.taskId}</code></a>
+      </h1>
+      <p>
+        The new task waits for these signals at new URLs (the old ones do not reach it). Hand them to whoever
+        delivers them: they are shown only here.
+      </p>
+      <ul class="signals">
+        ${fork.signals.map(
+          (s) =>
+            html`<li>
+              <b>${s.name}</b>: <code class="signal-url">${origin}/signals/${s.token}</code>
+              ${s.timeoutAt === null ? '' : html`(until ${s.timeoutAt.toISOString()})`}
+            </li>`,
+        )}
+      </ul>
+      <p><a href="${taskHref(fork.taskId)}">To the new task</a></p>
+    </section>`,
+    viewer,
   );
 }
 

@@ -8,7 +8,7 @@ import { TaskNotFoundError } from '../../tasks/errors.ts';
 import { adminCancelTask, adminGetTask } from '../../tasks/store/admin.ts';
 import { forkTask, ForkRefusedError } from '../../tasks/store/fork.ts';
 import { resumeTasks } from '../../tasks/store/pause.ts';
-import { CONFIRM_PAGES, notNowPage } from './confirm.ts';
+import { CONFIRM_PAGES, forkedPage, notNowPage } from './confirm.ts';
 import { layout, type Viewer } from './layout.ts';
 import { formChecked, type Env } from './session.ts';
 import { isActive, refusal, TASK_ACTIONS, taskHref } from './task-state.ts';
@@ -27,6 +27,12 @@ export const viewerOf = (c: Context<Env>): Viewer => ({ csrf: c.get('csrf'), act
 
 const notFound = (c: Context<Env>) =>
   c.html(layout('Not found', html`<p>No task ${c.req.param('id')?.slice(0, 64)}.</p>`, viewerOf(c)), 404);
+
+/**
+ * The site's origin as the operator's browser sees it (the form's Origin, which sameOriginForms checked),
+ * where the signal endpoint is too: the dashboard is served by the same server.
+ */
+const siteOrigin = (c: Context<Env>) => c.req.header('origin') ?? new URL(c.req.url).origin;
 
 /** Adds the three actions' confirmation pages (GET) and their forms' targets (POST) to `app`. */
 export function addTaskActions(app: Hono<Env>, auth: MiddlewareHandler<Env>, opts: TaskActionOptions): void {
@@ -83,9 +89,11 @@ export function addTaskActions(app: Hono<Env>, auth: MiddlewareHandler<Env>, opt
     if (fromStep !== undefined && fromStep.length > MAX_STEP_NAME_CHARS)
       return c.text('Bad request: step name', 400);
     try {
-      const newTaskId = await forkTask(opts.db, opts.queue, taskId, { fromStep }, actor);
-      opts.log.info('dashboard fork', { taskId, actor, newTaskId, fromStep });
-      return c.redirect(taskHref(newTaskId), 303);
+      const fork = await forkTask(opts.db, opts.queue, taskId, { fromStep }, actor);
+      opts.log.info('dashboard fork', { taskId, actor, newTaskId: fork.taskId, fromStep });
+      if (fork.signals.length === 0) return c.redirect(taskHref(fork.taskId), 303);
+      // Its pending signals' new URLs are shown once, here: nowhere else has them.
+      return c.html(forkedPage(viewerOf(c), taskId, fork, siteOrigin(c)));
     } catch (err) {
       if (err instanceof TaskNotFoundError) return notFound(c);
       if (!(err instanceof ForkRefusedError)) throw err;
