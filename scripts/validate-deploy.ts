@@ -148,6 +148,7 @@ interface Service {
   healthcheck?: { disable?: boolean; test?: unknown };
   depends_on?: Record<string, { condition: string }>;
   volumes?: unknown[];
+  ports?: unknown[];
   restart?: string;
 }
 const compose = interpolate(parseYaml(read('docker-compose.yml'), { merge: true }), {}) as {
@@ -207,6 +208,14 @@ check(
   tokens,
 );
 
+const publishedLbPort = services.lb?.ports?.map(String)[0]?.split(':')[0];
+const publicUrls = ['server', 'worker'].map((name) => services[name]?.environment?.PUBLIC_URL);
+check(
+  publicUrls.every((url) => url === `http://localhost:${publishedLbPort}`),
+  "compose: servers and workers hand out signal and download links naming the load balancer's published port (PUBLIC_URL)",
+  publicUrls,
+);
+
 // ---------- nginx ----------
 
 const nginxDir = mkdtempSync(path.join(tmpdir(), 'validate-nginx-'));
@@ -226,7 +235,13 @@ try {
   check(false, 'deploy/nginx.conf: nginx -t', String((err as { stderr?: string }).stderr ?? err));
 }
 const locations = read('deploy/mcp-locations.conf');
-for (const location of ['/mcp', '/.well-known/oauth-protected-resource', '= /healthz'])
+for (const location of [
+  '/mcp',
+  '/mcp/artifacts/',
+  '/signals/',
+  '/.well-known/oauth-protected-resource',
+  '= /healthz',
+])
   check(locations.includes(`location ${location} {`), `deploy/mcp-locations.conf proxies ${location}`);
 
 // ---------- the runtime stage, rehearsed ----------
@@ -409,6 +424,13 @@ export const tools = [
     !wellKnownBody.includes('nginx'),
     'nginx: /.well-known/oauth-protected-resource/mcp is answered by a replica (bearer mode: its 404), not by nginx',
     wellKnownBody,
+  );
+  const signal = await fetch(`${lb}/signals/unknown-signal-token-0123456789`, { method: 'POST', body: '{}' });
+  const signalBody = await signal.text();
+  check(
+    signal.status === 404 && signalBody === '{"error":"no such signal"}',
+    'nginx: POST /signals/{token} is answered by a replica (an unknown token: its JSON 404), not by nginx',
+    signalBody,
   );
   const anonymous = await fetch(`${lb}/mcp`, {
     method: 'POST',
