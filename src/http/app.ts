@@ -12,6 +12,7 @@ import { jsonDepth } from '../protocol/envelope.ts';
 import { signalRoutes, type SignalRoutesOptions } from './signals.ts';
 import { mcpPost } from './mcp-route.ts';
 import { hostCheck, originCheck } from './origin.ts';
+import { databaseUnavailable, type IsDatabaseUnavailable } from './unavailable.ts';
 
 /** RFC 9728 Protected Resource Metadata, served when the server is an OAuth resource server. */
 export interface ResourceMetadata {
@@ -65,6 +66,11 @@ export interface AppOptions {
   dashboard?: DashboardOptions | undefined;
   /** Downloads of tasks' artifacts at `{path}/artifacts/{taskId}/{name}` (off when undefined). */
   artifacts?: Pick<ArtifactRoutesOptions, 'artifacts' | 'metrics'> | undefined;
+  /**
+   * Recognises an error of an unreachable database: such a request is answered 503 with Retry-After and
+   * logged as a warning, not as an unhandled error (default: none is recognised).
+   */
+  isDatabaseUnavailable?: IsDatabaseUnavailable;
 }
 
 /** An error response to a request whose id was not read: no `id` (the 2026-07-28 schema allows no null). */
@@ -114,6 +120,7 @@ export function createApp({
   dashboard,
   signals,
   artifacts,
+  isDatabaseUnavailable = () => false,
 }: AppOptions): Hono<AuthEnv> {
   const principalOf = (c: Context) => (c as unknown as { get(key: 'principal'): string }).get('principal');
   const sessions = buildSessions?.({ principalOf, log, keepAliveMs });
@@ -129,7 +136,8 @@ export function createApp({
   // The probes come first: no auth, any Host (load balancers and kubelets probe by address).
   app.route('/', operationalRoutes(operational));
   app.use('*', hostCheck({ allowedHosts }));
-  if (signals !== undefined) app.route('/signals', signalRoutes({ ...signals, maxJsonDepth, log }));
+  if (signals !== undefined)
+    app.route('/signals', signalRoutes({ ...signals, maxJsonDepth, log, isDatabaseUnavailable }));
   app.use(path, originCheck({ allowedOrigins }));
   if (dashboard !== undefined) {
     app.get('/dashboard/', (c) => c.redirect('/dashboard', 301));
@@ -174,6 +182,10 @@ export function createApp({
   }
   app.on(['GET', 'DELETE', 'PUT', 'PATCH'], path, notAllowed);
   app.onError((err, c) => {
+    if (isDatabaseUnavailable(err)) {
+      const unavailable = error(ProtocolErrorCode.InternalError, 'The database is unavailable: retry later');
+      return databaseUnavailable(c, log, err, unavailable);
+    }
     log.error('unhandled error', { error: String(err), stack: err.stack });
     return c.json(error(ProtocolErrorCode.InternalError, 'Internal error'), 500);
   });

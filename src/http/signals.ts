@@ -4,6 +4,7 @@ import { isStorable } from '../core/limits.ts';
 import type { Logger } from '../log.ts';
 import { jsonDepth } from '../protocol/envelope.ts';
 import type { SignalDelivery } from '../core/signal-delivery.ts';
+import { databaseUnavailable, type IsDatabaseUnavailable } from './unavailable.ts';
 
 export interface SignalRoutesOptions {
   deliver: (token: string, payload: unknown) => Promise<SignalDelivery>;
@@ -11,6 +12,8 @@ export interface SignalRoutesOptions {
   maxBytes: number;
   maxJsonDepth: number;
   log: Logger;
+  /** A delivery the database's absence stopped is 503 with Retry-After: the sender retries it later. */
+  isDatabaseUnavailable: IsDatabaseUnavailable;
 }
 
 /** The answer for each delivery outcome: the token is the only credential, so unknown and refused differ only in what they say. */
@@ -47,7 +50,13 @@ export function signalRoutes(opts: SignalRoutesOptions): Hono {
         if (!isStorable(payload))
           return c.json({ error: 'the body holds characters that cannot be stored' }, 400);
       }
-      const outcome = await opts.deliver(token, payload);
+      let outcome: SignalDelivery;
+      try {
+        outcome = await opts.deliver(token, payload);
+      } catch (err) {
+        if (!opts.isDatabaseUnavailable(err)) throw err;
+        return databaseUnavailable(c, opts.log, err, { error: 'the database is unavailable: retry later' });
+      }
       const answer = ANSWERS[outcome];
       if (outcome === 'delivered') opts.log.info('signal delivered', { bytes: text.length });
       return c.json(

@@ -1,6 +1,7 @@
 import { serve, type ServerType } from '@hono/node-server';
 import type { Hono } from 'hono';
 import type { Config } from '../config.ts';
+import { isUnreachable } from '../db/wait.ts';
 import type { ChangeFeed } from '../events/change-feed.ts';
 import type { ServerEvents } from '../events/server-events.ts';
 import { PerPrincipalCap } from '../core/per-principal-cap.ts';
@@ -141,6 +142,7 @@ export async function serveMcp(parts: McpEndpointParts, cleanups: CleanupStack):
       },
       operational: parts.operational,
       artifacts: { artifacts, metrics: parts.operational.metrics },
+      isDatabaseUnavailable: isUnreachable,
       dashboard:
         config.DASHBOARD_TOKEN === undefined
           ? undefined
