@@ -18,7 +18,7 @@ export type {
   ToolDefinition,
 } from './tools/define.ts';
 export { NonRetryableError, StepFailedError, StepTimeoutError } from './tools/retry.ts';
-export type { MapOptions, RetryPolicy, StepOptions } from './tools/retry.ts';
+export type { MapItemInfo, MapOptions, RetryPolicy, StepInfo, StepOptions } from './tools/retry.ts';
 export type { ArtifactLink, ArtifactOptions, ArtifactSource } from './core/artifacts.ts';
 export { defineResource, defineResourceTemplate } from './resources/define.ts';
 export type {

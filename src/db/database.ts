@@ -18,6 +18,7 @@ import type { TaskInputRequestsTable } from './task-input-requests.table.ts';
 import type { TaskAttemptsTable } from './task-attempts.table.ts';
 import type { TaskSignalsTable } from './task-signals.table.ts';
 import type { TaskStepFailuresTable } from './task-step-failures.table.ts';
+import type { TaskStepStartsTable } from './task-step-starts.table.ts';
 import type { TaskStepsTable } from './task-steps.table.ts';
 import type { TasksTable } from './tasks.table.ts';
 
@@ -28,6 +29,7 @@ export interface Database {
   task_steps: TaskStepsTable;
   task_signals: TaskSignalsTable;
   task_step_failures: TaskStepFailuresTable;
+  task_step_starts: TaskStepStartsTable;
   task_artifacts: TaskArtifactsTable;
   task_artifact_chunks: TaskArtifactChunksTable;
   task_actions: TaskActionsTable;

@@ -7,6 +7,7 @@ export const APP_TABLES = [
   'task_steps',
   'task_signals',
   'task_step_failures',
+  'task_step_starts',
   'task_artifacts',
   'task_artifact_chunks',
   'task_attempts',

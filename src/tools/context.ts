@@ -8,7 +8,7 @@ import {
   type Notification,
 } from '../core/wire.ts';
 import type { LogLevel, SignalHandle, SignalResult, ToolContext } from './define.ts';
-import type { StepOptions } from './retry.ts';
+import type { StepFn, StepOptions } from './retry.ts';
 
 export type { Notification };
 
@@ -31,7 +31,7 @@ export interface ContextBackend {
   notify?: ((notification: Notification) => Promise<void>) | undefined;
   /** Ends the call's response stream early, where the client can resume it. */
   closeStream?: (() => void) | undefined;
-  step<T>(name: string, fn: (signal: AbortSignal) => Promise<T> | T, options?: StepOptions): Promise<T>;
+  step<T>(name: string, fn: StepFn<T>, options?: StepOptions): Promise<T>;
   sleep(name: string, duration: number | Date): Promise<void>;
   map: ToolContext['map'];
   patched(id: string): Promise<boolean>;

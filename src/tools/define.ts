@@ -1,6 +1,6 @@
 import type { ArtifactLink, ArtifactOptions, ArtifactSource } from '../core/artifacts.ts';
 import type { z } from 'zod';
-import type { MapOptions, RetryPolicy, StepOptions } from './retry.ts';
+import type { MapItemFn, MapOptions, RetryPolicy, StepFn, StepOptions } from './retry.ts';
 import type { ServerEvents } from '../core/server-events.ts';
 import type {
   CallToolResult,
@@ -64,9 +64,11 @@ export interface ToolContext {
    * `fn` gets the step's signal (the task's; with `timeoutMs`, one that also fires at the timeout).
    * `retry` retries `fn` alone: short backoffs wait in the slot, longer ones park the task until the
    * next attempt; when its attempts are used up the task fails (StepFailedError), whatever the tool's
-   * own policy. Each failure is counted with its error (`tasks show`, the dashboard).
+   * own policy. Each failure is counted with its error (`tasks show`, the dashboard). `fn`'s second
+   * argument says which run of the step this is (`attempt`, from 1): with `retry`, counted before the
+   * body starts, so `maxAttempts` bounds the body's runs even when workers die mid-step.
    */
-  step<T>(name: string, fn: (signal: AbortSignal) => Promise<T> | T, options?: StepOptions): Promise<T>;
+  step<T>(name: string, fn: StepFn<T>, options?: StepOptions): Promise<T>;
   /**
    * Runs `fn` once per item, in parallel over the whole worker pool, at most `concurrency` at a time
    * (default 8), and returns the results in the items' order. Each item is checkpointed on its own
@@ -75,15 +77,12 @@ export interface ToolContext {
    * An item whose `fn` throws is retried by `retry` (default: the tool's policy); one that fails for
    * good stops the others and the map throws StepFailedError. An item runs on any worker by replaying
    * the handler up to this call from its checkpoints, so everything before it must be steps or
-   * deterministic code, and `fn` gets only its item, index and signal: no `ctx` inside it. `name` is
-   * unique within the task, like a step's. A synchronous call runs the items in its request.
+   * deterministic code, and `fn` gets only its item, index, signal and run (`{ map, index, attempt }`):
+   * no `ctx` inside it (the handler's `ctx` it closes over is its task's: `ctx.taskId` there is the
+   * task's id, not the item's). `name` is unique within the task, like a step's. A synchronous call runs
+   * the items in its request.
    */
-  map<T, R>(
-    name: string,
-    items: readonly T[],
-    fn: (item: T, index: number, signal: AbortSignal) => Promise<R> | R,
-    options?: MapOptions,
-  ): Promise<R[]>;
+  map<T, R>(name: string, items: readonly T[], fn: MapItemFn<T, R>, options?: MapOptions): Promise<R[]>;
   /**
    * Waits `duration` ms, or until a Date, durably: the deadline is recorded once under `name` (unique
    * within the task, like a step's), the leg ends and the task stays `working` with a statusMessage

@@ -49,11 +49,17 @@ export function createRequestBackend(opts: RequestBackendOptions): ContextBacken
     closeStream: opts.closeStream,
     status: () => {},
     // Nothing to replay in one request: a step just runs (its timeout applies; retry the call instead).
-    step: async (name, fn, options) => callStep(name, fn, options?.timeoutMs, opts.signal),
+    step: async (name, fn, options) =>
+      callStep(name, (signal) => fn(signal, { name, attempt: 1 }), options?.timeoutMs, opts.signal),
     // The items run in this request, `concurrency` at a time (nothing to spread: the call is its own).
     map: (name, items, fn, options) =>
       mapInRequest(items, options?.concurrency ?? MAP_CONCURRENCY.default, (item, index) =>
-        callStep(`${name}[${index}]`, (signal) => fn(item, index, signal), options?.timeoutMs, opts.signal),
+        callStep(
+          `${name}[${index}]`,
+          (signal) => fn(item, index, signal, { map: name, index, attempt: 1 }),
+          options?.timeoutMs,
+          opts.signal,
+        ),
       ),
     // Nothing was recorded before this request: a synchronous call always runs the new code.
     patched: () => Promise.resolve(true),

@@ -3,6 +3,7 @@
  * one step (`ctx.step(name, fn, { retry })`: the step's function is called again, the rest of the
  * handler not). The server's TASK_RETRY_LIMIT and TASK_RETRY_DELAY_SECONDS are a tool's defaults.
  */
+import { isInstanceOrMarked } from '../core/marks.ts';
 export interface RetryPolicy {
   /** Attempts in all, the first included (1: no retry). */
   maxAttempts?: number;
@@ -21,10 +22,22 @@ export interface RetryPolicy {
   onExhausted?: 'fail' | 'pause';
 }
 
-/** Thrown by a handler or a step: fails the task at once, whatever the retry policy, with this message. */
+/** The mark every NonRetryableError carries, the same in every copy of this package (Symbol.for). */
+const NON_RETRYABLE = Symbol.for('durable-mcp-tasks.NonRetryableError');
+
+/**
+ * Thrown by a handler or a step: fails the task at once, whatever the retry policy, with this message.
+ * Recognised by a mark rather than by its class alone, so that one thrown by a tools module that
+ * resolved another copy of this package (src beside dist, two installs) is not retried either:
+ * `instanceof NonRetryableError` holds for it.
+ */
 export class NonRetryableError extends Error {
   override readonly name: string = 'NonRetryableError';
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return isInstanceOrMarked(this, NonRetryableError, value, NON_RETRYABLE);
+  }
 }
+Object.defineProperty(NonRetryableError.prototype, NON_RETRYABLE, { value: true });
 
 /** A step ran past its `timeoutMs`: its signal fired, and the step failed with this (retried by its policy). */
 export class StepTimeoutError extends Error {
@@ -85,6 +98,38 @@ export function nextRetryDelay(policy: ResolvedRetry, error: Error, attempts: nu
   if (!policy.retryIf(error, attempts)) return undefined;
   return Math.min(policy.maxMs, policy.initialMs * policy.factor ** (attempts - 1));
 }
+
+/** What a step's function learns of its run, beside its signal. */
+export interface StepInfo {
+  readonly name: string;
+  /**
+   * This run of the step's body, from 1. With a retry policy it is counted in Postgres before the body
+   * starts, so a run cut short by a crash counts (and `maxAttempts` bounds the runs); without one, 1 +
+   * the step's failures so far (its task's own retries run it again).
+   */
+  readonly attempt: number;
+}
+
+/** A step's function: its signal (the task's, or one that also fires at the step's timeout) and its run. */
+export type StepFn<T> = (signal: AbortSignal, step: StepInfo) => Promise<T> | T;
+
+/** What a map item's function learns of its run, beside its item, index and signal. */
+export interface MapItemInfo {
+  /** The map's name. */
+  readonly map: string;
+  /** The item's position in the map's items (its function's second argument too). */
+  readonly index: number;
+  /** This run of the item, from 1: 1 + its failures so far (retried by the map's or the tool's policy). */
+  readonly attempt: number;
+}
+
+/** A map item's function. */
+export type MapItemFn<T, R> = (
+  item: T,
+  index: number,
+  signal: AbortSignal,
+  info: MapItemInfo,
+) => Promise<R> | R;
 
 /** What `ctx.step` takes besides its name and function. */
 export interface StepOptions {

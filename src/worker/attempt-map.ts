@@ -20,7 +20,9 @@ import {
   MAP_CONCURRENCY,
   MAX_MAP_ITEMS,
   StepFailedError,
+  type MapItemFn,
   type MapOptions,
+  type StepFn,
   type StepOptions,
 } from '../tools/retry.ts';
 import { NonDeterminismError } from './attempt-steps.ts';
@@ -39,6 +41,8 @@ export const MAP_RECHECK_MS = 60_000;
 export interface MapItemLeg {
   mapName: string;
   index: number;
+  /** This run of the item, from 1 (1 + its failures so far). */
+  attempt: number;
   options?: MapOptions | undefined;
 }
 
@@ -48,15 +52,13 @@ export interface MapRunnerOptions {
   task: ClaimedTask;
   queue: TaskQueue;
   signal: AbortSignal;
-  step: <T>(name: string, fn: (signal: AbortSignal) => Promise<T> | T, options?: StepOptions) => Promise<T>;
+  step: <T>(name: string, fn: StepFn<T>, options?: StepOptions) => Promise<T>;
   flushStatus: () => Promise<void>;
   /** The task's statusMessage (`<map>: n/n items` once the map is done). */
   status: (message: string) => void;
   /** Set in an item's leg. */
   item?: MapItemLeg | undefined;
 }
-
-type ItemFn<T, R> = (item: T, index: number, signal: AbortSignal) => Promise<R> | R;
 
 /** `ctx.map` of one attempt: the parent's own, or the replay in an item's leg. */
 export function createMapRunner(opts: MapRunnerOptions) {
@@ -115,7 +117,7 @@ export function createMapRunner(opts: MapRunnerOptions) {
     item: MapItemLeg,
     name: string,
     items: readonly T[],
-    fn: ItemFn<T, R>,
+    fn: MapItemFn<T, R>,
     options: MapOptions = {},
   ): Promise<R[]> {
     await recorded(name, items);
@@ -135,14 +137,15 @@ export function createMapRunner(opts: MapRunnerOptions) {
     item.options = options;
     const value = await callStep(
       `${name}[${item.index}]`,
-      (signal) => fn(items[item.index]!, item.index, signal),
+      (signal) =>
+        fn(items[item.index]!, item.index, signal, { map: name, index: item.index, attempt: item.attempt }),
       options.timeoutMs,
       opts.signal,
     );
     throw new MapItemDone(value);
   }
 
-  const map = <T, R>(name: string, items: readonly T[], fn: ItemFn<T, R>, options?: MapOptions) =>
+  const map = <T, R>(name: string, items: readonly T[], fn: MapItemFn<T, R>, options?: MapOptions) =>
     opts.item === undefined
       ? mapInTask<T, R>(name, items, options)
       : mapInItemLeg(opts.item, name, items, fn, options);

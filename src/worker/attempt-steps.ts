@@ -7,13 +7,20 @@ import { activeOr, inSpan, ROOT_CONTEXT, type TraceContext } from '../core/traci
 import type { Database } from '../db/database.ts';
 import { coerceError } from '../log.ts';
 import { LeaseLostError, type ClaimedTask } from '../tasks/store/lease.ts';
-import { recordStepFailure, type StepHistory, type StepRecord } from '../tasks/store/steps.ts';
+import {
+  recordStepFailure,
+  startStepAttempt,
+  type StepHistory,
+  type StepRecord,
+} from '../tasks/store/steps.ts';
 import {
   callStep,
   nextRetryDelay,
   NonRetryableError,
   resolveRetry,
   StepFailedError,
+  type ResolvedRetry,
+  type StepFn,
   type StepOptions,
 } from '../tools/retry.ts';
 import {
@@ -35,7 +42,10 @@ export const patchStepName = (id: string) => `patch:${id}`;
 /** A step's own retries back off in the slot up to this long; a longer backoff parks the task. */
 export const STEP_BACKOFF_IN_SLOT_MS = 2_000;
 
-/** A step without a retry policy runs once per leg (a throw goes to the handler). */
+/**
+ * What a step's retry policy leaves unsaid (a step without a policy runs once per leg, a throw going to
+ * the handler).
+ */
 const NO_STEP_RETRY = { maxAttempts: 1, initialMs: 1_000, factor: 2, maxMs: 60_000 };
 
 /** What a step's function threw, as opposed to the context's own signals and the store's failures. */
@@ -150,27 +160,23 @@ export interface StepRunnerOptions {
 export function createStepRunner(opts: StepRunnerOptions) {
   const { db, task, history, signal } = opts;
   const guard = stepGuard(history, opts.maxSteps ?? Number.POSITIVE_INFINITY);
-  async function step<T>(
-    name: string,
-    fn: (signal: AbortSignal) => Promise<T> | T,
-    options: StepOptions = {},
-  ): Promise<T> {
+  async function step<T>(name: string, fn: StepFn<T>, options: StepOptions = {}): Promise<T> {
     const position = guard.next(name);
     if (history.values.has(name)) return history.values.get(name) as T;
     if (opts.replayOnly === true) throw new ReplayMissError(`step "${name}"`);
-    const policy = resolveRetry(options.retry, NO_STEP_RETRY);
-    let failures = history.failures.get(name) ?? 0;
+    const policy = options.retry === undefined ? undefined : resolveRetry(options.retry, NO_STEP_RETRY);
     for (;;) {
       signal.throwIfAborted();
       if (opts.draining?.() === true) throw new HandoffSignal();
+      const attempt = await startAttempt(name, policy);
       try {
         // Steps replayed from their checkpoints above take no time and get no span; a step that runs does.
         const stored = await inSpan(
           'step',
-          { attributes: { 'durable_mcp.step.name': name } },
+          { attributes: { 'durable_mcp.step.name': name, 'durable_mcp.step.attempt': attempt } },
           activeOr(opts.trace ?? ROOT_CONTEXT),
           async () => {
-            const value = await callStep(name, fn, options.timeoutMs, signal);
+            const value = await callStep(name, (s) => fn(s, { name, attempt }), options.timeoutMs, signal);
             checkStepSize(name, value, opts.maxStepBytes);
             return opts
               .saveStep({ taskId: task.taskId, attempt: task.attempt, name, value, position })
@@ -182,29 +188,47 @@ export function createStepRunner(opts: StepRunnerOptions) {
       } catch (thrown) {
         if (signal.aborted || !isStepFailure(thrown)) throw thrown;
         const error = coerceError(thrown);
-        failures = await recordStepFailure(db, {
+        const failures = await recordStepFailure(db, {
           taskId: task.taskId,
           attempt: task.attempt,
           name,
           error: error.message,
         }).catch(infra);
         history.failures.set(name, failures);
-        const delayMs = nextRetryDelay(policy, error, failures);
+        // Without a policy of its own the error goes to the handler as it is (the tool's policy applies).
+        if (policy === undefined) throw thrown;
+        const delayMs = nextRetryDelay(policy, error, attempt);
         if (delayMs === undefined) {
-          // Without a policy of its own the error goes to the handler as it is (the tool's policy applies).
-          if (options.retry === undefined || thrown instanceof NonRetryableError) throw thrown;
-          throw new StepFailedError(name, failures, error);
+          if (thrown instanceof NonRetryableError) throw thrown;
+          throw new StepFailedError(name, attempt, error);
         }
         if (delayMs > STEP_BACKOFF_IN_SLOT_MS) {
           await opts.flushStatus();
           throw new TaskParkedSignal(
             new Date(Date.now() + delayMs),
-            `Retrying step ${name} (attempt ${failures + 1} of ${policy.maxAttempts}) after: ${error.message.slice(0, 200)}`,
+            `Retrying step ${name} (attempt ${attempt + 1} of ${policy.maxAttempts}) after: ${error.message.slice(0, 200)}`,
           );
         }
         await delay(delayMs, undefined, { signal });
       }
     }
+  }
+  /**
+   * The number of the step's run about to start. A step with a retry policy counts it in Postgres first
+   * (so a run its worker did not survive counts too), and fails with StepFailedError instead of starting
+   * when its attempts are used up; one without counts its failures (it runs once per leg).
+   */
+  async function startAttempt(name: string, policy: ResolvedRetry | undefined): Promise<number> {
+    if (policy === undefined) return (history.failures.get(name) ?? 0) + 1;
+    const start = await startStepAttempt(db, {
+      taskId: task.taskId,
+      attempt: task.attempt,
+      name,
+      maxAttempts: policy.maxAttempts,
+    }).catch(infra);
+    if ('started' in start) return start.started;
+    const why = start.lastError ?? 'its worker stopped while the step ran';
+    throw new StepFailedError(name, start.exhausted, new Error(why));
   }
   /**
    * A checkpoint that records itself: replayed by name and checked by the guard like a step, else

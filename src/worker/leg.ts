@@ -221,7 +221,7 @@ async function replayToItem(
   const found = toolFor(deps, replay.task.toolName, replay.task.arguments);
   if ('kind' in found) return found;
   const { tool, args } = found;
-  const item: MapItemLeg = { mapName: ref.mapName, index: ref.index };
+  const item: MapItemLeg = { mapName: ref.mapName, index: ref.index, attempt: leg.task.failures + 1 };
   const backend = backendFor(deps, leg, signal, replay, item);
   try {
     await withContext(leg.trace, () => tool.handler(args, createToolContext(backend)));

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineTool, StepFailedError, type ToolContext } from '../../src/index.ts';
+import { defineTool, StepFailedError, type MapItemInfo, type ToolContext } from '../../src/index.ts';
 import { adminActivity, adminListTasks } from '../../src/tasks/store/admin.ts';
 import { listTasks } from '../../src/tasks/store/list.ts';
 import { mapItemsOf, mostItemsAtOnce } from '../helpers/map-items.ts';
@@ -34,10 +34,11 @@ async function squaresHandler(
   const squared = await ctx.map(
     'square',
     numbers,
-    async (n, index, signal) => {
+    async (n, index, signal, run) => {
       await new Promise((resolve) => setTimeout(resolve, itemMs));
       signal.throwIfAborted();
       if (index === failAt) throw new Error(`item ${index} is broken`);
+      if (index === flakyAt) flakyRuns.push(run);
       if (index === flakyAt && !flaky.has(index)) {
         flaky.add(index);
         throw new Error('flaky once');
@@ -56,6 +57,8 @@ async function squaresHandler(
   };
 }
 const flaky = new Set<number>();
+/** What the flaky item's function was told of each of its runs. */
+const flakyRuns: MapItemInfo[] = [];
 
 const squares = defineTool({
   name: 'squares',
@@ -126,6 +129,10 @@ describe('ctx.map', () => {
     const recovered = await server.mcp.waitForTask(flakyTask);
     expect(recovered.status).toBe('completed');
     expect(recovered.result.structuredContent.total).toBe(0 + 1 + 4 + 9 + 16);
+    expect(flakyRuns).toEqual([
+      { map: 'square', index: 3, attempt: 1 },
+      { map: 'square', index: 3, attempt: 2 },
+    ]);
 
     const broken = await start({ count: 40, concurrency: 2, itemMs: 50, failAt: 1 });
     const failed = await server.mcp.waitForTask(broken);

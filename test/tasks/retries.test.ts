@@ -16,6 +16,8 @@ const called = (key: string) => {
   calls.set(key, n);
   return n;
 };
+/** The attempt number each call of a flaky step was given (StepInfo.attempt), by task. */
+const attemptsSeen = new Map<string, number[]>();
 
 const flaky = defineTool({
   name: 'flaky',
@@ -30,7 +32,8 @@ const flaky = defineTool({
   async handler({ failFirst, maxAttempts, initialMs, mode }, ctx) {
     const value = await ctx.step(
       'fetch',
-      async (signal) => {
+      async (signal, { attempt }) => {
+        attemptsSeen.set(ctx.taskId!, [...(attemptsSeen.get(ctx.taskId!) ?? []), attempt]);
         const n = called(ctx.taskId!);
         if (n > failFirst) return n;
         if (mode === 'fatal') throw new NonRetryableError('the account is closed');
@@ -88,6 +91,7 @@ describe('retry policies', () => {
     });
     expect(done.status).toBe('completed');
     expect(done.result.content[0].text).toBe('ok after 3 calls');
+    expect(attemptsSeen.get(taskId)).toEqual([1, 2, 3]);
     expect(await failuresOf(taskId)).toEqual({ failures: 2, last_error: 'downstream unavailable (call 2)' });
     // What `tasks show` and the dashboard print.
     expect((await adminGetTask(server.rt.db, taskId))!.stepFailures).toEqual([
@@ -112,6 +116,8 @@ describe('retry policies', () => {
     expect(server.rt.workers!.running.has(taskId)).toBe(false);
     const done = await server.mcp.waitForTask(taskId, undefined, 20_000);
     expect(done.result.content[0].text).toBe('ok after 2 calls');
+    // The second call ran in the task's next attempt: its number was counted on, not started afresh.
+    expect(attemptsSeen.get(taskId)).toEqual([1, 2]);
   });
 
   it('a step that times out is retried by its policy, then fails the task naming the step', async () => {

@@ -10,6 +10,8 @@ import {
 } from '../../src/worker/leg-signals.ts';
 import { NonRetryableError, resolveRetry, StepFailedError } from '../../src/tools/retry.ts';
 import { CancelRequestedError, classify, completion } from '../../src/worker/outcome.ts';
+import type * as ErrorsModule from '../../src/core/errors.ts';
+import type * as RetryModule from '../../src/tools/retry.ts';
 
 /** The server's defaults: 2 retries, 1 s apart. */
 const defaults = { maxAttempts: 3, initialMs: 1_000, factor: 1, maxMs: Number.POSITIVE_INFINITY };
@@ -148,5 +150,43 @@ describe('completion', () => {
       kind: 'failed',
       statusMessage: 'Tool execution failed: result not storable',
     });
+  });
+});
+
+describe('errors from another copy of the package', () => {
+  // A tools module that resolved another copy (src beside dist, two installs) throws that copy's classes:
+  // loaded again under another URL, they are classes this copy's `instanceof` never saw.
+  const loadAgain = (file: string): Promise<unknown> =>
+    import(new URL(`../../src/${file}?another-copy`, import.meta.url).href);
+  const anotherCopy = async () => ({
+    ...((await loadAgain('tools/retry.ts')) as typeof RetryModule),
+    ...((await loadAgain('core/errors.ts')) as typeof ErrorsModule),
+  });
+
+  it('are other classes (the premise of the cases below)', async () => {
+    const copy = await anotherCopy();
+    expect(copy.NonRetryableError).not.toBe(NonRetryableError);
+    expect(Object.getPrototypeOf(new copy.NonRetryableError('x'))).not.toBe(NonRetryableError.prototype);
+  });
+
+  it("fail at once on another copy's NonRetryableError", async () => {
+    const { NonRetryableError: Other } = await anotherCopy();
+    const outcome = classify(new Other('bad input file'), undefined, firstTry);
+    expect(outcome).toMatchObject({ kind: 'failed', statusMessage: 'Tool execution failed: bad input file' });
+    expect(new Other('x')).toBeInstanceOf(NonRetryableError);
+  });
+
+  it("fail with another copy's ProtocolError as it says", async () => {
+    const copy = await anotherCopy();
+    const outcome = classify(new copy.ProtocolError(-32602, 'bad date'), undefined, firstTry);
+    expect(outcome).toMatchObject({ kind: 'failed', error: { code: -32602, message: 'bad date' } });
+  });
+
+  it('keep subclasses apart: a NonRetryableError is no StepFailedError', async () => {
+    const { NonRetryableError: Other } = await anotherCopy();
+    expect(new Other('x')).not.toBeInstanceOf(StepFailedError);
+    expect(new NonRetryableError('x')).not.toBeInstanceOf(StepFailedError);
+    expect(new StepFailedError('s', 2, new Error('x'))).toBeInstanceOf(NonRetryableError);
+    expect(new Error('x')).not.toBeInstanceOf(NonRetryableError);
   });
 });

@@ -143,6 +143,7 @@ export async function resumeTasks(
         .set({ failures: 0 })
         .where('task_id', 'in', resumed)
         .execute();
+      await trx.deleteFrom('task_step_starts').where('task_id', 'in', resumed).execute();
     }
     for (const taskId of resumed) await queue.enqueueRun(trx, taskId);
     await recordAction(

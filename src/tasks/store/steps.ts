@@ -75,6 +75,51 @@ export async function recordStepFailure(
   return rows[0]!.failures;
 }
 
+/** A step's start as counted: its number, or that its attempts are used up (and the last failure's message). */
+export type StepStart = { started: number } | { exhausted: number; lastError: string | undefined };
+
+/**
+ * Counts a start of a step's body before it runs (fenced by attempt): its number, 1 for the first. A
+ * step that has started `maxAttempts` times already is not counted again: exhausted, however its earlier
+ * starts ended (failed, or their worker died mid-body).
+ */
+export async function startStepAttempt(
+  db: Kysely<Database>,
+  {
+    taskId,
+    attempt,
+    name,
+    maxAttempts,
+  }: { taskId: string; attempt: number; name: string; maxAttempts: number },
+): Promise<StepStart> {
+  // (The plain reads see the rows as they were before this statement's insert.)
+  const { rows } = await sql<{
+    held: boolean;
+    started: number | null;
+    before: number | null;
+    last_error: string | null;
+  }>`
+    with held as (
+      select task_id from tasks where task_id = ${taskId} and attempt = ${attempt} and status = 'working'
+    ), counted as (
+      insert into task_step_starts (task_id, name, starts)
+      select task_id, ${name}, 1 from held
+      on conflict (task_id, name) do update
+        set starts = task_step_starts.starts + 1, last_started_at = now()
+        where task_step_starts.starts < ${maxAttempts}
+      returning starts
+    )
+    select exists (select 1 from held) as held, (select starts from counted) as started,
+      (select starts from task_step_starts where task_id = ${taskId} and name = ${name}) as before,
+      (select last_error from task_step_failures where task_id = ${taskId} and name = ${name}) as last_error`.execute(
+    db,
+  );
+  const row = rows[0]!;
+  if (!row.held) throw new LeaseLostError(taskId, attempt);
+  if (row.started !== null) return { started: row.started };
+  return { exhausted: row.before ?? maxAttempts, lastError: row.last_error ?? undefined };
+}
+
 export interface StepRecord {
   taskId: string;
   attempt: number;
