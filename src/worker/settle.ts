@@ -85,17 +85,11 @@ async function settleFailure(
   leg: LegScope,
   outcome: Outcome<'failed'>,
 ): Promise<ClaimedTask | undefined> {
-  if (outcome.crash !== undefined) {
-    leg.log.error('handler crashed; no retries left', {
-      error: outcome.crash.message,
-      stack: outcome.crash.stack,
-    });
-  }
   // A tool's own error may hold what Postgres cannot store (NUL, lone surrogates) or cannot serialize:
   // then the generic error is stored, rather than a write that fails forever.
   const wire = outcome.error.toJSON();
   const storable = isStorable(wire) && isStorable(outcome.statusMessage) && serializable(wire);
-  await finish(
+  const landed = await finish(
     deps,
     leg,
     {
@@ -105,6 +99,9 @@ async function settleFailure(
     },
     outcome.crash,
   );
+  // (Logged once written: a log line never tells of a write a crash could still take back.)
+  if (!landed) leg.log.info('attempt lost its lease before failing');
+  else if (outcome.crash !== undefined) logCrash(leg, outcome.crash, 'failed');
   const item = leg.task.mapItem;
   return item === undefined
     ? undefined
@@ -113,15 +110,38 @@ async function settleFailure(
 
 /** Attempts ran out under `onExhausted: 'pause'`: the task stays `working`, released, until resumed. */
 async function settlePause(deps: LegDeps, leg: LegScope, outcome: Outcome<'paused'>): Promise<void> {
-  leg.log.warn('handler crashed; no attempts left: the task is paused until an operator resumes it', {
-    error: outcome.crash.message,
-    stack: outcome.crash.stack,
-  });
   const paused = await pauseAttempt(deps.db, leg.task.taskId, leg.task.attempt, {
     statusMessage: outcome.statusMessage,
     error: attemptError(outcome.crash),
   });
   if (!paused) leg.log.info('attempt lost its lease before pausing');
+  else logCrash(leg, outcome.crash, 'paused');
+}
+
+/** What became of a crashed attempt's task, for its log line. */
+type CrashEnding = 'retried' | 'failed' | 'paused';
+
+const CRASH_ENDINGS: Record<CrashEnding, string> = {
+  retried: 'the task will be retried',
+  failed: 'no retries left',
+  paused: 'no attempts left: the task is paused until an operator resumes it',
+};
+
+/**
+ * A crash, once its outcome is written: "handler crashed; …" for a task, "map item 3 of "rows" failed;
+ * …" for a map item (a warning: the map's task decides what the item's failure means, and says so).
+ */
+function logCrash(leg: LegScope, crash: Error, ending: CrashEnding): void {
+  const item = leg.task.mapItem;
+  const fields = { failures: leg.task.failures + 1, error: crash.message, stack: crash.stack };
+  if (item !== undefined) {
+    const then = ending === 'failed' ? 'no retries left: its map fails' : 'the item will be retried';
+    leg.log.warn(`map item ${item.index} of "${item.mapName}" failed; ${then}`, fields);
+  } else if (ending === 'failed') {
+    leg.log.error(`handler crashed; ${CRASH_ENDINGS[ending]}`, fields);
+  } else {
+    leg.log.warn(`handler crashed; ${CRASH_ENDINGS[ending]}`, fields);
+  }
 }
 
 /** The outcomes that run the task again later: released, and its next run queued (handBack). */
@@ -156,24 +176,23 @@ async function settleHandBack(
         ended: { outcome: 'infrastructure_retry', error: attemptError(outcome.error) },
       });
       return;
-    case 'crash_retry':
+    case 'crash_retry': {
       deps.metrics?.crashRetries.inc(tool);
-      log.warn('handler crashed; the task will be retried', {
-        failures: task.failures + 1,
-        error: outcome.error.message,
-      });
-      await handBack(deps, task, {
+      const released = await handBack(deps, task, {
         failed: true,
         delayMs: outcome.delayMs,
         ended: { outcome: 'crash_retry', error: attemptError(outcome.error) },
       });
+      if (released) logCrash(leg, outcome.error, 'retried');
+      else log.info('attempt lost its lease before its retry was queued');
       return;
+    }
   }
 }
 
 /**
  * Releases the task (still `working`) and enqueues its next run after `delayMs`, in one transaction; the
- * pool is asked to fetch again when it comes due.
+ * pool is asked to fetch again when it comes due. False when the attempt no longer held the task.
  */
 export async function handBack(
   deps: Pick<LegDeps, 'db' | 'queue' | 'scheduleWake'>,
@@ -186,21 +205,23 @@ export async function handBack(
     /** How this attempt ended, for its row (the operator's view). */
     ended?: AttemptEnd;
   },
-): Promise<void> {
+): Promise<boolean> {
   let delayMs = opts.delayMs;
-  await deps.db.transaction().execute(async (trx) => {
-    if (!(await releaseTask(trx, task.taskId, task.attempt, opts))) return;
+  const released = await deps.db.transaction().execute(async (trx) => {
+    if (!(await releaseTask(trx, task.taskId, task.attempt, opts))) return false;
     if (opts.ended !== undefined) await recordAttemptEnd(trx, task.taskId, task.attempt, opts.ended);
     // A cancel asked for while this attempt held the task ends it now, not when the run comes due.
-    if (await settleCancelRequest(trx, task.taskId)) return;
+    if (await settleCancelRequest(trx, task.taskId)) return true;
     // A delivery (or a map's last item) that came after the wait looked, while this attempt still held
     // the task, had its wake-up turned away by the lease: the task runs again now. (One that commits
     // later brings its own run, whose claim waits for this transaction's row lock and then finds the
     // task released.)
     if (opts.parkedOn !== undefined && (await parkedOnIsDone(trx, task.taskId, opts.parkedOn))) delayMs = 0;
     await deps.queue.enqueueRun(trx, task.taskId, { delayMs });
+    return true;
   });
-  if (delayMs > 0) deps.scheduleWake?.(delayMs);
+  if (released && delayMs > 0) deps.scheduleWake?.(delayMs);
+  return released;
 }
 
 async function parkedOnIsDone(db: Kysely<Database>, taskId: string, on: ParkedOn): Promise<boolean> {
