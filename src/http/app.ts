@@ -130,6 +130,7 @@ export function createApp({
     log,
     maxJsonDepth,
     metrics: operational?.metrics,
+    isDatabaseUnavailable,
     ...(keepAliveMs === undefined ? {} : { keepAliveMs }),
   });
   const app = new Hono<AuthEnv>();

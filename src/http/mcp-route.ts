@@ -10,6 +10,8 @@ import {
   parseRequestMeta,
 } from '../protocol/envelope.ts';
 import { ProtocolError, ProtocolErrorCode, toProtocolError } from '../core/errors.ts';
+import { databaseUnavailableError } from '../core/unavailable.ts';
+import type { IsDatabaseUnavailable } from './unavailable.ts';
 import type { RequestId, RequestMeta } from '../core/wire.ts';
 import type { Notification } from '../core/wire.ts';
 import { validateRoutingHeaders } from '../protocol/routing-headers.ts';
@@ -24,6 +26,8 @@ export interface McpRouteOptions {
   maxJsonDepth?: number;
   /** Counts requests refused before they reach a method (the dispatcher counts the rest). */
   metrics?: Metrics | undefined;
+  /** Whether a failure is the database being out of reach (a warning and a retry hint, not a fault). */
+  isDatabaseUnavailable?: IsDatabaseUnavailable;
 }
 
 /** An error response; `id` is omitted when the request's could not be read (the 2026-07-28 schema has no null id). */
@@ -54,6 +58,7 @@ export function mcpPost({
   keepAliveMs = 15_000,
   maxJsonDepth = 64,
   metrics,
+  isDatabaseUnavailable = () => false,
 }: McpRouteOptions) {
   const refused = (method: string | undefined, error: ProtocolError) =>
     metrics?.requests.inc({
@@ -73,10 +78,15 @@ export function mcpPost({
     const { id, method } = incoming.message;
     const params = incoming.message.params ?? {};
     const reqLog = log.scope({ requestId: id, method });
-    const toError = (err: unknown) =>
-      toProtocolError(err, (cause) =>
-        reqLog.error('request failed', { method, error: String(cause), stack: (cause as Error).stack }),
-      );
+    const toError = (err: unknown) => {
+      if (!isDatabaseUnavailable(err)) {
+        return toProtocolError(err, (cause) =>
+          reqLog.error('request failed', { method, error: String(cause), stack: (cause as Error).stack }),
+        );
+      }
+      reqLog.warn('database unavailable', { method, error: String(err) });
+      return databaseUnavailableError();
+    };
     const fail = (err: unknown) => {
       const error = toError(err);
       const retryAfterMs = (error.data as { retryAfterMs?: unknown } | undefined)?.retryAfterMs;

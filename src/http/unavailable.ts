@@ -1,5 +1,6 @@
 import type { Context } from 'hono';
 import { routePath } from 'hono/route';
+import { RETRY_AFTER_SECONDS } from '../core/unavailable.ts';
 import type { Logger } from '../log.ts';
 
 /**
@@ -7,9 +8,6 @@ import type { Logger } from '../log.ts';
  * connections). The composition root gives src/db's `isUnreachable`: this folder may not import src/db.
  */
 export type IsDatabaseUnavailable = (err: unknown) => boolean;
-
-/** What a client is told to wait before it retries, in seconds: about what a Postgres restart takes. */
-export const RETRY_AFTER_SECONDS = 5;
 
 /**
  * The answer to a request that failed because the database could not be reached: 503 with Retry-After

@@ -1,5 +1,7 @@
 import { ProtocolError, ProtocolErrorCode, toProtocolError } from '../core/errors.ts';
 import { isStorable } from '../core/limits.ts';
+import { databaseUnavailableError } from '../core/unavailable.ts';
+import { isUnreachable } from '../db/wait.ts';
 import { LOG_LEVELS, type JsonObject } from '../core/wire.ts';
 import { toolsCall } from './call.ts';
 import { handlerContext, withRequestSignal, type SessionRequest } from './request.ts';
@@ -92,6 +94,10 @@ export async function answer(req: SessionRequest): Promise<object> {
     const result = await era.dispatcher.dispatch(handlerContext(req));
     return { jsonrpc: '2.0', id, result: toLegacyResult(result) };
   } catch (err) {
+    if (isUnreachable(err)) {
+      era.log.warn('database unavailable', { method, error: String(err) });
+      return { jsonrpc: '2.0', id, error: databaseUnavailableError().toJSON() };
+    }
     const error = toProtocolError(err, (cause) =>
       era.log.error('request failed', { method, error: String(cause), stack: (cause as Error).stack }),
     );

@@ -61,7 +61,8 @@ describe('a Postgres restart under load', () => {
     ] as const) {
       // (A hang would fail the test by its timeout; the connect timeout here is 1 s.)
       const error = await mcp.error(method, params);
-      expect(error).toMatchObject({ code: -32603, message: 'Internal error' });
+      expect(error).toMatchObject({ code: -32603, data: { retryAfterMs: 5_000 } });
+      expect(error.message).toMatch(/cannot reach its database.*retry/);
     }
     expect(
       (await mcp.result('tools/call', { name: 'echo', arguments: { text: 'still here' } })).content[0].text,

@@ -29,10 +29,11 @@ import { waitFor } from '../helpers/wait.ts';
 
 /**
  * What each route answers while the database is down. `unavailable`: 503 with Retry-After and a warning
- * (`database unavailable`, with the route). A status: what the route answers without the database, as
- * it does with it. A new route of the app must be added here.
+ * (`database unavailable`, with the route). `retry-hint`: a JSON-RPC request's answer, HTTP 200 and
+ * -32603 saying to retry (`data.retryAfterMs`), and the same warning (with the method). A status: what the
+ * route answers without the database, as it does with it. A new route of the app must be added here.
  */
-type OutageAnswer = 'unavailable' | { status: number; why: string };
+type OutageAnswer = 'unavailable' | 'retry-hint' | { status: number; why: string };
 const DURING_OUTAGE: Record<Route, OutageAnswer> = {
   'GET /healthz': { status: 200, why: 'liveness: no database call' },
   'GET /readyz': { status: 503, why: 'not ready (docs/deploy.md)' },
@@ -40,7 +41,7 @@ const DURING_OUTAGE: Record<Route, OutageAnswer> = {
   'POST /signals/:token': 'unavailable',
   'GET /.well-known/oauth-protected-resource': { status: 200, why: 'configuration' },
   'GET /.well-known/oauth-protected-resource/mcp': { status: 200, why: 'configuration' },
-  'POST /mcp': { status: 200, why: 'JSON-RPC -32603, the documented answer (docs/durability.md)' },
+  'POST /mcp': 'retry-hint',
   'GET /mcp': 'unavailable',
   'DELETE /mcp': 'unavailable',
   'PUT /mcp': { status: 405, why: 'no such method' },
@@ -77,7 +78,7 @@ let postgres: RunningPostgres | undefined;
 let issuer: TestIssuer;
 let rt: ServerProcess;
 /** The server's log lines, parsed. */
-const logged: Array<{ level: string; msg: string; route?: string }> = [];
+const logged: Array<{ level: string; msg: string; route?: string; method?: string }> = [];
 
 beforeAll(async () => {
   postgres = await startEmbeddedPostgres(pgOptions);
@@ -135,16 +136,25 @@ describe('every route while Postgres is down', () => {
           wrong.push(`${route}: ${answer}, not 503 with Retry-After`);
         else if (res.headers.get('content-type')?.includes('application/json') !== true)
           wrong.push(`${route}: a 503 without a JSON body`);
+      } else if (expected === 'retry-hint') {
+        const reply = JSON.parse(body) as { error?: { code?: number; data?: { retryAfterMs?: number } } };
+        if (
+          res.status !== 200 ||
+          reply.error?.code !== -32603 ||
+          reply.error.data?.retryAfterMs === undefined
+        )
+          wrong.push(`${route}: ${answer}, not -32603 with data.retryAfterMs`);
       } else if (res.status !== expected.status) {
         wrong.push(`${route}: ${answer}, not ${expected.status} (${expected.why})`);
       }
     }
     expect(wrong).toEqual([]);
 
-    expect(logged.filter((l) => l.msg === 'unhandled error')).toEqual([]);
+    expect(logged.filter((l) => l.level === 'error')).toEqual([]);
     const warned = logged.filter((l) => l.level === 'warn' && l.msg === 'database unavailable');
+    expect(warned.filter((l) => l.route === undefined)).toMatchObject([{ method: 'tasks/get' }]);
     const unavailable = Object.entries(DURING_OUTAGE).filter(([, answer]) => answer === 'unavailable');
-    expect(warned.map((l) => l.route).sort()).toEqual(
+    expect(warned.flatMap((l) => (l.route === undefined ? [] : [l.route])).sort()).toEqual(
       unavailable.map(([route]) => route.slice(route.indexOf(' ') + 1)).sort(),
     );
   }, 60_000);
