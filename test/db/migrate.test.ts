@@ -6,6 +6,7 @@ import { FileMigrationProvider, Migrator, NO_MIGRATIONS } from 'kysely/migration
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
+import * as endAttempts from '../../migrations/20261209000000_end_attempts_of_finished_tasks.ts';
 import { createDb } from '../../src/db/database.ts';
 import { migrateToLatest, MIGRATIONS_DIR } from '../../src/db/migrate.ts';
 import { createBoss, ensureRunQueue, RUN_QUEUE } from '../../src/queue/boss.ts';
@@ -67,5 +68,47 @@ describe('migrations', () => {
     await migrateToLatest(db);
     expect(await tables(db)).toContain('tasks');
     await db.destroy();
+  });
+
+  it('end_attempts_of_finished_tasks ends the attempts finished tasks left open, and goes down', async () => {
+    const { db } = createDb({ connectionString: url, max: 1 });
+    const trigger = async () =>
+      (await sql`select 1 from pg_trigger where tgname = 'tasks_end_attempts'`.execute(db)).rows.length;
+    try {
+      await migrateToLatest(db);
+      await endAttempts.down(db);
+      expect(await trigger()).toBe(0);
+      // A task that completed on its 2nd attempt, its 1st taken over from a dead worker, neither ended;
+      // and a running one's attempt, which must stay open.
+      await sql`
+        insert into tasks (task_id, principal, tool_name, arguments, client_capabilities, status, ttl_ms,
+          poll_interval_ms, attempt, last_updated_at)
+        values ('done', 'p', 't', '{}', '{}', 'completed', null, 100, 2, '2026-01-01T00:00:09Z'),
+               ('running', 'p', 't', '{}', '{}', 'working', null, 100, 1, '2026-01-01T00:00:09Z')`.execute(
+        db,
+      );
+      await sql`
+        insert into task_attempts (task_id, attempt, worker_id, claimed_at, lease_expires_at)
+        values ('done', 1, 'w1', '2026-01-01T00:00:00Z', '2026-01-01T00:00:01Z'),
+               ('done', 2, 'w2', '2026-01-01T00:00:05Z', '2026-01-01T00:00:06Z'),
+               ('running', 1, 'w1', '2026-01-01T00:00:00Z', '2026-01-01T00:00:01Z')`.execute(db);
+      await endAttempts.up(db);
+      expect(await trigger()).toBe(1);
+      const { rows } = await sql<{
+        task_id: string;
+        attempt: number;
+        outcome: string | null;
+        ended_at: Date | null;
+      }>`
+        select task_id, attempt, outcome, ended_at from task_attempts order by task_id, attempt`.execute(db);
+      expect(rows).toEqual([
+        { task_id: 'done', attempt: 1, outcome: 'lease_lost', ended_at: new Date('2026-01-01T00:00:05Z') },
+        { task_id: 'done', attempt: 2, outcome: 'completed', ended_at: new Date('2026-01-01T00:00:09Z') },
+        { task_id: 'running', attempt: 1, outcome: null, ended_at: null },
+      ]);
+    } finally {
+      await sql`delete from tasks where task_id in ('done', 'running')`.execute(db);
+      await db.destroy();
+    }
   });
 });

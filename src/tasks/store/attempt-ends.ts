@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../../db/database.ts';
 
 /** How one attempt ended, for the operator's view: its outcome and, for a crash, what was thrown. */
@@ -33,6 +33,19 @@ export function attemptEndColumns(end: AttemptEnd) {
     error_message: end.error?.message ?? null,
     error_stack: end.error?.stack ?? null,
   };
+}
+
+/**
+ * The statement part (an UPDATE, for a CTE) that ends the open attempts of tasks whose lease lapsed, as
+ * a worker that died leaves them: `lease_lost`, at the time the lease lapsed. `lapsed` selects each such
+ * task's `task_id`, `attempt` (the one that held it: it and any older one still open end) and the
+ * lapsed `lease_expires_at`. A worker that comes back finds its attempt ended; one that finishes the
+ * task after all, before another attempt took it, writes its own outcome over this one.
+ */
+export function endLapsedAttempts(lapsed: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`update task_attempts a set ended_at = l.lease_expires_at, outcome = 'lease_lost'
+    from (${lapsed}) l
+    where a.task_id = l.task_id and a.attempt <= l.attempt and a.ended_at is null`;
 }
 
 /** Records how an attempt ended (its own row: written whether or not its fence still holds the task). */

@@ -2,6 +2,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import type { ClientCapabilities, JsonObject } from '../../core/wire.ts';
 import type { TraceCarrier } from '../../core/tracing.ts';
+import { endLapsedAttempts } from './attempt-ends.ts';
 
 /**
  * How long a queued run may wait for a worker to claim it before it counts as stuck (its delivery was
@@ -114,13 +115,14 @@ export function claimedFromJson(row: ClaimedJson): ClaimedTask {
 }
 
 /**
- * The claim, as the CTEs of a statement (`target`, `claimed`, `recorded`; the statement selects from
- * `claimed`): of the tasks whose ids `ids` selects, those that are runnable get a new attempt leased to
- * `workerId`, and each attempt's record (which worker, when, its lease) for the timeline (tasks with a
- * concurrency key only when `keyed`: the caller counts their key's legs first). The rows are
- * locked in task id order, so two claims that share a task (a duplicate delivery) queue behind each
- * other instead of deadlocking. Statements that do more than claim (a signal's delivery) put their own
- * CTEs before these.
+ * The claim, as the CTEs of a statement (`target`, `claimed`, `recorded`, `taken_over`; the statement
+ * selects from `claimed`): of the tasks whose ids `ids` selects, those that are runnable get a new
+ * attempt leased to `workerId`, and each attempt's record (which worker, when, its lease) for the
+ * timeline (tasks with a concurrency key only when `keyed`: the caller counts their key's legs first).
+ * A task taken over from a worker whose lease lapsed ends that worker's attempt (`lease_lost`, when it
+ * lapsed); one released by its worker had its attempt ended by it. The rows are locked in task id
+ * order, so two claims that share a task (a duplicate delivery) queue behind each other instead of
+ * deadlocking. Statements that do more than claim (a signal's delivery) put their own CTEs before these.
  */
 export function claimCtes(
   ids: RawBuilder<unknown>,
@@ -133,7 +135,7 @@ export function claimCtes(
   // (concurrency.ts), never in passing.
   const keyFilter = keyed ? sql`` : sql`and concurrency_key is null`;
   return sql`target as (
-      select task_id from tasks
+      select task_id, attempt, leased_by, lease_expires_at from tasks
       where task_id in (${ids}) and status = 'working' and cancel_requested_at is null and paused_at is null
         and (leased_by is null or lease_expires_at < now()) ${keyFilter}
       order by task_id
@@ -146,6 +148,8 @@ export function claimCtes(
     ), recorded as (
       insert into task_attempts (task_id, attempt, worker_id, lease_expires_at)
       select task_id, attempt, ${workerId}::text, lease_expires_at from claimed
+    ), taken_over as (
+      ${endLapsedAttempts(sql`select task_id, attempt, lease_expires_at from target where leased_by is not null`)}
     )`;
 }
 
@@ -241,27 +245,26 @@ export async function renewLeases(
 
 /**
  * Takes back up to `limit` tasks whose attempt's lease lapsed (its worker died or hung): the lease is
- * cleared so that a new attempt can claim the task. The caller enqueues a run for each, in this transaction.
+ * cleared so that a new attempt can claim the task, and the attempt ends `lease_lost` at the time it
+ * lapsed (in the same statement: once cleared, the lapse time is gone). The caller enqueues a run for
+ * each, in this transaction.
  */
 export async function reclaimExpiredLeases(db: Kysely<Database>, limit: number): Promise<string[]> {
-  const rows = await db
-    .updateTable('tasks')
-    .set({ leased_by: null, lease_expires_at: claimDeadline() })
-    .where('task_id', 'in', (eb) =>
-      eb
-        .selectFrom('tasks')
-        .select('task_id')
-        .where('status', '=', 'working')
-        .where('leased_by', 'is not', null)
-        .where('lease_expires_at', '<', sql<Date>`now()`)
-        .orderBy('lease_expires_at')
-        .limit(limit)
-        .forUpdate()
-        .skipLocked(),
+  const { rows } = await sql<{ task_id: string }>`
+    with lapsed as (
+      select task_id, attempt, lease_expires_at from tasks
+      where status = 'working' and leased_by is not null and lease_expires_at < now()
+      order by lease_expires_at
+      limit ${limit}
+      for update skip locked
+    ), reclaimed as (
+      update tasks t set leased_by = null, lease_expires_at = ${claimDeadline()}
+      from lapsed where t.task_id = lapsed.task_id
+      returning t.task_id
+    ), ended as (
+      ${endLapsedAttempts(sql`select * from lapsed`)}
     )
-    .where('status', '=', 'working')
-    .returning('task_id')
-    .execute();
+    select task_id from reclaimed`.execute(db);
   return rows.map((r) => r.task_id);
 }
 

@@ -162,7 +162,8 @@ export interface ItemPassed {
 
 /**
  * Completes items of one map with their functions' values (each fenced by its attempt; `cancelled`
- * instead where a cancel was asked for) and, in the same statement, hands each completed item's turn to
+ * instead where a cancel was asked for), ends their attempts (outcome: the item's new status) and, in
+ * the same statement, hands each completed item's turn to
  * the next pending item while the parent still runs: claimed by `claimFor` (the same worker, to run in
  * the same slot), or given a claim deadline for the caller to enqueue (a worker that shuts down). A
  * worker's concurrent completions of a map go together (see map-item.ts): one statement for all.
@@ -201,7 +202,10 @@ export async function completeMapItems(
         status_message = case when t.cancel_requested_at is null then t.status_message else 'Cancelled by request' end,
         leased_by = null, lease_expires_at = null, last_updated_at = now()
       from v where t.task_id = v.task_id and t.attempt = v.attempt and t.status = 'working'
-      returning t.task_id, t.status
+      returning t.task_id, t.attempt, t.status
+    ), ended as (
+      update task_attempts a set ended_at = now(), outcome = done.status
+      from done where a.task_id = done.task_id and a.attempt = done.attempt
     ), next as (
       select c.task_id from tasks c
       where ${ofMap(map)} and ${PENDING} and c.map_index > ${after}::int
