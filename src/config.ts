@@ -324,3 +324,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   }
   return Object.freeze(parsed.data);
 }
+
+/** The origin the links a server hands out name (signal deliveries, artifact downloads): PUBLIC_URL, or http://HOST:PORT. */
+export function publicOrigin(config: Pick<Config, 'PUBLIC_URL' | 'HOST' | 'PORT'>): string {
+  return config.PUBLIC_URL?.replace(/\/$/, '') ?? `http://${config.HOST}:${config.PORT}`;
+}

@@ -3,7 +3,8 @@
 // a finished one again under a new id, from the start or from a step.
 import { type Command, Option } from 'commander';
 import { sql, type Kysely } from 'kysely';
-import { loadConfig } from '../config.ts';
+import { loadConfig, publicOrigin } from '../config.ts';
+import { signalPath } from '../core/signal-delivery.ts';
 import type { Database } from '../db/database.ts';
 import { TaskNotFoundError } from '../tasks/errors.ts';
 import {
@@ -110,13 +111,10 @@ export function addTaskActionCommands(tasks: Command): void {
  * (as the worker builds it: PUBLIC_URL, or http://HOST:PORT, + /signals/{token}).
  */
 function signalLink({ name, token, timeoutAt }: ForkedSignal) {
-  const { PUBLIC_URL, HOST, PORT } = loadConfig({
-    PUBLIC_URL: process.env.PUBLIC_URL,
-    HOST: process.env.HOST,
-    PORT: process.env.PORT,
-  });
-  const origin = PUBLIC_URL?.replace(/\/$/, '') ?? `http://${HOST}:${PORT}`;
-  return { name, url: `${origin}/signals/${token}`, timeoutAt: timeoutAt?.toISOString() ?? null };
+  const origin = publicOrigin(
+    loadConfig({ PUBLIC_URL: process.env.PUBLIC_URL, HOST: process.env.HOST, PORT: process.env.PORT }),
+  );
+  return { name, url: `${origin}${signalPath(token)}`, timeoutAt: timeoutAt?.toISOString() ?? null };
 }
 
 /**

@@ -4,6 +4,7 @@ import type { Logger } from '../log.ts';
 import type { Dispatcher } from '../protocol/dispatch.ts';
 import { ProtocolErrorCode } from '../core/errors.ts';
 import { MCP_PATH, PROTOCOL_VERSION } from '../core/wire.ts';
+import { SIGNALS_PATH } from '../core/signal-delivery.ts';
 import { authMiddleware, type AuthEnv, type AuthMiddlewareOptions } from './auth/middleware.ts';
 import { artifactRoutes, type ArtifactRoutesOptions } from './artifacts.ts';
 import { dashboardRoutes, type DashboardOptions } from './dashboard/routes.ts';
@@ -138,7 +139,7 @@ export function createApp({
   app.route('/', operationalRoutes(operational));
   app.use('*', hostCheck({ allowedHosts }));
   if (signals !== undefined)
-    app.route('/signals', signalRoutes({ ...signals, maxJsonDepth, log, isDatabaseUnavailable }));
+    app.route(SIGNALS_PATH, signalRoutes({ ...signals, maxJsonDepth, log, isDatabaseUnavailable }));
   app.use(path, originCheck({ allowedOrigins }));
   if (dashboard !== undefined) {
     app.get('/dashboard/', (c) => c.redirect('/dashboard', 301));

@@ -4,7 +4,7 @@ import { availableParallelism } from 'node:os';
 import type { ServerType } from '@hono/node-server';
 import type { Hono } from 'hono';
 import type { PgBoss } from 'pg-boss';
-import type { Config } from '../config.ts';
+import { publicOrigin, type Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import { assertMigrated } from '../db/migrate.ts';
 import { retryWhileUnreachable, waitForDatabase } from '../db/wait.ts';
@@ -22,7 +22,7 @@ import type { ToolDefinition } from '../tools/define.ts';
 import { ToolRegistry } from '../tools/registry.ts';
 import { TaskService } from '../tasks/service.ts';
 import { startSyncCallThreads, type SyncCallThreads } from '../threads/pool.ts';
-import type { SignalDelivery } from '../core/signal-delivery.ts';
+import { signalPath, type SignalDelivery } from '../core/signal-delivery.ts';
 import { startWorkerPool, type WorkerPool, type WorkerPoolOptions } from '../worker/pool.ts';
 import { CleanupStack } from './cleanups.ts';
 import { openDatabase, type DatabaseConnection } from './database.ts';
@@ -111,8 +111,8 @@ export async function startProcess(opts: ProcessOptions): Promise<ServerProcess>
     const queue = new BossTaskQueue(boss);
     const events = createServerEvents(conn.db);
     // The MCP endpoint's origin once it listens (a worker-only process has none: set PUBLIC_URL there).
-    let origin = config.PUBLIC_URL?.replace(/\/$/, '') ?? `http://${config.HOST}:${config.PORT}`;
-    const signalUrl = (token: string) => `${origin}/signals/${token}`;
+    let origin = publicOrigin(config);
+    const signalUrl = (token: string) => `${origin}${signalPath(token)}`;
     const artifactUrl = (taskId: string, name: string) => `${origin}${artifactPath(MCP_PATH, taskId, name)}`;
     if (role === 'worker' && config.PUBLIC_URL === undefined) {
       log.warn(
