@@ -17,6 +17,7 @@ import {
 import { PACKAGE_VERSION } from '../version.ts';
 import { answerAll, createAsker, typesOf } from './terminal-input.ts';
 import { createOutput, describeStatus, resultText } from './terminal-output.ts';
+import { unknownArgumentsLine } from './unknown-arguments.ts';
 
 export { parseField } from './terminal-input.ts';
 export { progressBar, resultText } from './terminal-output.ts';
@@ -87,13 +88,16 @@ async function inputSchemaOf(client: TasksClient, tool: string): Promise<Json> {
   throw new CallError(`no tool named ${tool}; the server has: ${names.join(', ')}`, EXIT.usage);
 }
 
+/** `--args` and `--arg`, read as the tool's input schema says; one the tool does not take is refused. */
 async function argumentsOf(client: TasksClient, tool: string, opts: CallOptions): Promise<Json> {
   const args: Json = { ...opts.args };
-  if (opts.arg !== undefined && Object.keys(opts.arg).length > 0) {
-    const schema = await inputSchemaOf(client, tool);
-    const properties = isObject(schema.properties) ? schema.properties : {};
-    for (const [k, v] of Object.entries(opts.arg)) args[k] = coerceArg(v, properties[k]);
-  }
+  const given = Object.entries(opts.arg ?? {});
+  if (given.length === 0 && Object.keys(args).length === 0) return args;
+  const schema = await inputSchemaOf(client, tool);
+  const properties = isObject(schema.properties) ? schema.properties : {};
+  for (const [k, v] of given) args[k] = coerceArg(v, properties[k]);
+  const unknown = unknownArgumentsLine(tool, schema, args);
+  if (unknown !== undefined) throw new CallError(unknown, EXIT.usage);
   return args;
 }
 

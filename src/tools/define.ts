@@ -158,6 +158,12 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   name: string;
   title?: string;
   description: string;
+  /**
+   * The arguments, checked before the handler runs: invalid ones are a tool execution error. A call
+   * naming an argument the schema's object does not have is refused too (zod would drop it silently),
+   * and tools/list publishes `additionalProperties: false`, unless the object takes other keys:
+   * `.loose()`, `z.looseObject`, `.catchall()`.
+   */
   inputSchema: S;
   /**
    * The JSON Schema published in tools/list, when it must be exactly this one (e.g. 2020-12 features zod

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ToolNotFoundError } from './errors.ts';
 import type { JsonObject } from '../core/wire.ts';
 import type { ToolDefinition } from './define.ts';
+import { closedArgumentNames } from './unknown-arguments.ts';
 
 /** The tool as `tools/list` describes it. */
 export interface ToolDescription {
@@ -65,12 +66,19 @@ export function describeTool(tool: ToolDefinition): ToolDescription {
   };
 }
 
-/** JSON Schema 2020-12 for a tool's input, as the client will validate it. */
+/**
+ * JSON Schema 2020-12 for a tool's input, as the client will validate it. A tool that takes no arguments
+ * but its own says so with `additionalProperties: false` (zod writes it for a strict object only, though
+ * tools/call refuses others for a plain `z.object` too).
+ */
 export function toInputSchema(schema: z.ZodType): JsonObject {
   const json = z.toJSONSchema(schema, {
     target: 'draft-2020-12',
     io: 'input',
     unrepresentable: 'any',
   }) as JsonObject;
+  const closed = closedArgumentNames(schema) !== undefined;
+  if (closed && json.type === 'object' && json.additionalProperties === undefined)
+    json.additionalProperties = false;
   return json;
 }

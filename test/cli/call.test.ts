@@ -4,8 +4,11 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { hashToken } from '../../src/http/auth/static-tokens.ts';
+import { defineTool } from '../../src/tools/define.ts';
 import { CLI, runCli, type Run } from '../helpers/cli.ts';
+import { countTasks } from '../helpers/db.ts';
 import { useTestServer } from '../helpers/server-process.ts';
 import { useTerminals, type TerminalWindow } from '../helpers/terminal.ts';
 
@@ -83,6 +86,27 @@ describe('call, without a terminal', () => {
     expect(unreachable.stderr).toContain('cannot reach http://127.0.0.1:9/mcp');
   });
 
+  it('refuses an argument the tool does not take in one line, with the one meant, and calls nothing', async () => {
+    const before = await countTasks(server.tdb.db);
+    for (const [args, line] of [
+      [['export_csv', '--arg', 'mib=2'], 'unknown argument mib (did you mean megabytes?)'],
+      [['export_csv', '--arg', 'megabyte=2'], 'unknown argument megabyte (did you mean megabytes?)'],
+      [
+        ['analyze_numbers', '--arg', 'count=5', '--arg', 'chunksize=1'],
+        'unknown argument chunksize (did you mean chunkSize?)',
+      ],
+      [['echo', '--args', '{"text":"hi","zzz":1}'], 'unknown argument zzz; echo takes text'],
+    ] as Array<[string[], string]>) {
+      const run = await call([...args, ...url()]);
+      expect({ code: run.code, stderr: run.stderr, stdout: run.stdout }).toEqual({
+        code: 2,
+        stderr: `durable-mcp-tasks call: ${line}\n`,
+        stdout: '',
+      });
+    }
+    expect(await countTasks(server.tdb.db)).toBe(before);
+  });
+
   it('reads answers to the task’s questions from stdin, and declines when stdin ends', async () => {
     const accepted = await call(['confirm_action', '--arg', 'action=deploy', ...url()], { input: 'y\n' });
     expect(accepted.code, accepted.stderr).toBe(0);
@@ -90,6 +114,27 @@ describe('call, without a terminal', () => {
     expect(accepted.stderr).toContain('? Do you confirm this action: deploy?');
     const declined = await call(['confirm_action', '--arg', 'action=deploy', ...url()]);
     expect(declined.stdout).toBe('declined: deploy\n');
+  });
+});
+
+describe('call, a tool whose published schema does not say it takes no other arguments', () => {
+  // The CLI cannot tell `txt` is not an argument of it: the server's refusal is what the user reads.
+  const opaque = defineTool({
+    name: 'opaque',
+    description: 'Echoes its text; its JSON Schema is written by hand (test tool)',
+    inputSchema: z.object({ text: z.string() }),
+    inputJsonSchema: { type: 'object', properties: { text: { type: 'string' } } },
+    handler: ({ text }) => ({ content: [{ type: 'text', text }] }),
+  });
+  const server = useTestServer({ tools: [opaque] });
+
+  it('prints the server’s refusal as the one line of its result, and exits 1', async () => {
+    const run = await call(['opaque', '--arg', 'txt=hi', '--url', server.rt.url]);
+    expect(run).toEqual({
+      code: 1,
+      stdout: 'Invalid arguments for tool opaque: unknown argument "txt" (it takes "text")\n',
+      stderr: '',
+    });
   });
 });
 

@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { defineTool } from '../../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { countTasks } from '../helpers/db.ts';
-import { mcpHeaders, mcpRequest, RawMcp } from '../helpers/mcp.ts';
+import { openLegacySession } from '../helpers/legacy-session.ts';
+import { legacyHeaders, mcpHeaders, mcpRequest, RawMcp, readReply } from '../helpers/mcp.ts';
 import { expectedAnalysis } from '../helpers/analysis.ts';
 import { useTestServer } from '../helpers/server-process.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -27,7 +28,23 @@ const sleeper = defineTool({
   },
 });
 
-const server = useTestServer({ tools: [...SHIPPED_TOOLS, sleeper] });
+/** Takes arguments beyond its own: its schema says so (`.loose()`), and the handler sees them. */
+const looseEcho = defineTool({
+  name: 'loose_echo',
+  description: 'Echoes every argument it was given (test tool)',
+  inputSchema: z.object({ text: z.string() }).loose(),
+  handler: (args) => ({ content: [{ type: 'text', text: JSON.stringify(args) }] }),
+});
+
+/** A schema transformed after parsing still takes only its object's arguments. */
+const shout = defineTool({
+  name: 'shout',
+  description: 'Echoes its text in capitals (test tool)',
+  inputSchema: z.object({ text: z.string() }).transform(({ text }) => text.toUpperCase()),
+  handler: (text) => ({ content: [{ type: 'text', text }] }),
+});
+
+const server = useTestServer({ tools: [...SHIPPED_TOOLS, sleeper, looseEcho, shout] });
 const plain = () => new RawMcp(server.rt.url, {});
 
 describe('tools/list', () => {
@@ -44,6 +61,8 @@ describe('tools/list', () => {
       'checksum_shards',
       'export_csv',
       'sync_sleeper',
+      'loose_echo',
+      'shout',
     ]);
     expect(first).toMatchObject({ resultType: 'complete', cacheScope: 'public' });
     expect(first.ttlMs).toBeGreaterThanOrEqual(0);
@@ -57,7 +76,20 @@ describe('tools/list', () => {
         delayMsPerChunk: { type: 'integer', minimum: 0, maximum: 10_000, default: 0 },
       },
       required: ['count'],
+      additionalProperties: false,
     });
+  });
+
+  it('says which tools take no arguments but their own (additionalProperties: false) and which take any', async () => {
+    const { tools } = await server.mcp.result('tools/list');
+    const extra = Object.fromEntries(
+      tools.map((t: { name: string; inputSchema: { additionalProperties?: unknown } }) => [
+        t.name,
+        t.inputSchema.additionalProperties,
+      ]),
+    );
+    for (const tool of SHIPPED_TOOLS) expect(extra[tool.name], tool.name).toBe(false);
+    expect(extra).toMatchObject({ sync_sleeper: false, shout: false, loose_echo: {} });
   });
 
   it('rejects a cursor it never issued with -32602', async () => {
@@ -144,6 +176,49 @@ describe('tools/call', () => {
     expect(result).toMatchObject({ resultType: 'complete', isError: true });
     expect(result.content[0].text).toMatch(/^Invalid arguments for tool analyze_numbers:/);
     expect(await countTasks(server.tdb.db)).toBe(before);
+  });
+
+  it('refuses an argument the tool does not take as a tool error naming it, and creates no task', async () => {
+    const before = await countTasks(server.tdb.db);
+    for (const [name, args, message] of [
+      ['echo', { text: 'hi', bogus: 1 }, 'unknown argument "bogus" (it takes "text")'],
+      ['export_csv', { mib: 2 }, 'unknown argument "mib" (it takes "megabytes", "pageDelayMs")'],
+      ['shout', { text: 'a', loud: true, x: 1 }, 'unknown arguments "loud", "x" (it takes "text")'],
+    ] as const) {
+      const result = await server.mcp.callTool(name, args);
+      expect(result).toMatchObject({
+        resultType: 'complete',
+        isError: true,
+        content: [{ type: 'text', text: `Invalid arguments for tool ${name}: ${message}` }],
+      });
+    }
+    expect(await countTasks(server.tdb.db)).toBe(before);
+    expect((await server.mcp.callTool('shout', { text: 'a' })).content[0].text).toBe('A');
+  });
+
+  it('refuses an unknown argument at 2025-11-25 too', async () => {
+    const sessionId = await openLegacySession(server.rt.url);
+    const res = await fetch(server.rt.url, {
+      method: 'POST',
+      headers: legacyHeaders({ sessionId }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'echo', arguments: { text: 'hi', bogus: 1 } },
+      }),
+    });
+    expect((await readReply(res)).body.result).toMatchObject({
+      isError: true,
+      content: [
+        { type: 'text', text: 'Invalid arguments for tool echo: unknown argument "bogus" (it takes "text")' },
+      ],
+    });
+  });
+
+  it('gives a tool whose schema takes other keys (.loose()) every argument', async () => {
+    const result = await server.mcp.callTool('loose_echo', { text: 'hi', extra: 1 });
+    expect(JSON.parse(result.content[0].text as string)).toEqual({ text: 'hi', extra: 1 });
   });
 
   it('rejects arguments that are not an object with -32602', async () => {

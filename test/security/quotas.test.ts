@@ -184,12 +184,14 @@ describe('what a session and a task keep', () => {
     };
     const refused = await server.mcp.error(
       'tools/call',
-      { name: 'analyze_numbers', arguments: { count: 1, padding: 'q'.repeat(1500) } },
+      { name: 'confirm_action', arguments: { action: 'q'.repeat(1000) } },
       { caps },
     );
     expect(refused).toMatchObject({ code: -32602, message: expect.stringContaining('clientCapabilities') });
     // Either alone fits.
-    await server.mcp.callTool('analyze_numbers', { count: 1, padding: 'q'.repeat(1500) });
+    expect(await server.mcp.callTool('confirm_action', { action: 'q'.repeat(1000) })).toMatchObject({
+      resultType: 'task',
+    });
   });
 });
 

@@ -19,6 +19,7 @@ import {
 } from '../../core/wire.ts';
 import { clientIdempotency, toolIdempotency, type Idempotency } from '../../tasks/store/idempotency.ts';
 import type { ToolDefinition } from '../../tools/define.ts';
+import { unknownArgumentsMessage } from '../../tools/unknown-arguments.ts';
 import { validateParamHeaders } from './param-headers.ts';
 import { declaresTasks } from './tasks.ts';
 import { injectCarrier } from '../../core/tracing.ts';
@@ -71,9 +72,12 @@ export function toolsCall(deps: ServerDeps): MethodHandler {
     const tasksDeclared = declaresTasks(ctx);
     if (policy === 'required' && !tasksDeclared) throw missingTasksExtension();
 
+    // Invalid arguments are a tool execution error, not a protocol error, so that a model can read it
+    // and correct itself; one the tool does not take first (zod would drop it without a word).
+    const unknown = unknownArgumentsMessage(tool.name, tool.inputSchema, rawArgs);
+    if (unknown !== undefined) return toolError(unknown);
     const parsed = tool.inputSchema.safeParse(rawArgs);
     if (!parsed.success) {
-      // A tool execution error, not a protocol error, so that a model can read it and correct itself.
       return toolError(`Invalid arguments for tool ${tool.name}:\n${describeIssues(parsed.error)}`);
     }
 
