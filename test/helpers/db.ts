@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { createDb, type Db } from '../../src/db/database.ts';
+import { newTaskId } from '../../src/tasks/ids.ts';
+import { insertTask, type NewTask } from '../../src/tasks/store/create.ts';
 import { withDatabase } from './urls.ts';
 
 export interface TestDatabase {
@@ -58,4 +60,23 @@ export async function countTasks(db: Db): Promise<number> {
     .select((eb) => eb.fn.countAll<string>().as('n'))
     .executeTakeFirstOrThrow();
   return Number(row.n);
+}
+
+/**
+ * A task inserted straight into the store, `working` and unclaimed, as tools/call would leave it: alice's,
+ * of tool `t`, a minute's TTL, unless `fields` says otherwise. Its id.
+ */
+export async function insertTestTask(db: Db, fields: Partial<NewTask> = {}): Promise<string> {
+  const view = await insertTask(db, {
+    taskId: newTaskId(),
+    principal: 'alice',
+    toolName: 't',
+    arguments: {},
+    prepared: undefined,
+    clientCapabilities: {},
+    ttlMs: 60_000,
+    pollIntervalMs: 100,
+    ...fields,
+  });
+  return view.taskId;
 }

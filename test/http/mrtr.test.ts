@@ -23,7 +23,7 @@ const askName = defineTool({
 const twoRounds = defineTool({
   name: 'two_rounds',
   description: 'MRTR: two rounds, the second depending on the first',
-  inputSchema: z.object({}),
+  inputSchema: z.object({ topic: z.string().optional() }),
   async handler(_args, ctx) {
     const first = nameOf(await ctx.elicit('first', nameForm));
     const second = nameOf(await ctx.elicit(`second_for_${first}`, nameForm));
@@ -124,7 +124,7 @@ describe('multi round-trip requests on the synchronous leg', () => {
       ['two_rounds', {}, `${state}x`],
       ['two_rounds', {}, 'garbage'],
       ['ask_name', {}, state], // bound to another tool
-      ['two_rounds', { extra: 1 }, state], // bound to other arguments
+      ['two_rounds', { topic: 'another' }, state], // bound to other arguments
     ] as const) {
       const error = await server.mcp.error('tools/call', { name, arguments: args, requestState });
       expect(error).toMatchObject({ code: -32602, message: 'Invalid requestState' });

@@ -3,9 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServerEvents } from '../../src/events/server-events.ts';
 import type { ServerProcess } from '../../src/process/start.ts';
-import { insertTask } from '../../src/tasks/store/create.ts';
-import { newTaskId } from '../../src/tasks/ids.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { createTestDatabase, insertTestTask, type TestDatabase } from '../helpers/db.ts';
 import { databaseEnv } from '../helpers/database-env.ts';
 import { listen, RawMcp } from '../helpers/mcp.ts';
 import { FAST_ENV, startTestProcess } from '../helpers/server-process.ts';
@@ -55,20 +53,11 @@ describe('subscriptions/listen', () => {
 
   it('acknowledges first, with only the principal’s own existing tasks, then sends keep-alives', async () => {
     const own = await mcp.callTool('confirm_action', { action: 'listen' });
-    const foreign = await insertTask(tdb.db, {
-      taskId: newTaskId(),
-      principal: 'somebody-else',
-      toolName: 'echo',
-      arguments: {},
-      prepared: undefined,
-      clientCapabilities: {},
-      ttlMs: 60_000,
-      pollIntervalMs: 100,
-    });
+    const foreign = await insertTestTask(tdb.db, { principal: 'somebody-else', toolName: 'echo' });
     const stream = await listen(
       rt.url,
       {
-        taskIds: [own.taskId, foreign.taskId, 'no-such-task'],
+        taskIds: [own.taskId, foreign, 'no-such-task'],
         toolsListChanged: true,
         promptsListChanged: true,
       },
@@ -91,7 +80,7 @@ describe('subscriptions/listen', () => {
     // Keep-alives every 100 ms (SSE_KEEPALIVE_MS): two of them, after the snapshot.
     await waitFor(() => stream.comments >= 2, { what: 'two keep-alive comments' });
     // The foreign task never shows up.
-    expect(stream.messages.filter((m) => m.params?.taskId === foreign.taskId)).toEqual([]);
+    expect(stream.messages.filter((m) => m.params?.taskId === foreign)).toEqual([]);
     stream.close();
     await mcp.result('tasks/cancel', { taskId: own.taskId });
   });

@@ -8,16 +8,14 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newTaskId } from '../../src/tasks/ids.ts';
 import { recordAttemptEnd } from '../../src/tasks/store/attempt-ends.ts';
 import { requestCancel } from '../../src/tasks/store/cancel.ts';
 import { claimTask, claimTasks } from '../../src/tasks/store/claim.ts';
-import { insertTask } from '../../src/tasks/store/create.ts';
 import { finishAttempts, settleCancelRequest } from '../../src/tasks/store/finish.ts';
 import { reclaimExpiredLeases, releaseTask, renewLeases } from '../../src/tasks/store/lease.ts';
 import { completeMapItems, dispatchMapItems, insertMapItems } from '../../src/tasks/store/maps.ts';
 import { expireTasks } from '../../src/tasks/store/sweep.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { createTestDatabase, insertTestTask, type TestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 let tdb: TestDatabase;
@@ -29,17 +27,7 @@ afterAll(async () => {
 });
 
 async function newTask(ttlMs = 60_000): Promise<string> {
-  const view = await insertTask(tdb.db, {
-    taskId: newTaskId(),
-    principal: 'alice',
-    toolName: 't',
-    arguments: {},
-    prepared: undefined,
-    clientCapabilities: {},
-    ttlMs,
-    pollIntervalMs: 100,
-  });
-  return view.taskId;
+  return insertTestTask(tdb.db, { ttlMs });
 }
 
 interface AttemptRow {

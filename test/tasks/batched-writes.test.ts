@@ -3,13 +3,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { coalesce } from '../../src/core/coalesce.ts';
 import { requestCancel } from '../../src/tasks/store/cancel.ts';
-import { insertTask } from '../../src/tasks/store/create.ts';
 import { finishAttempts } from '../../src/tasks/store/finish.ts';
 import { claimTask } from '../../src/tasks/store/claim.ts';
 import { LeaseLostError } from '../../src/tasks/store/lease.ts';
 import { loadSteps, saveSteps } from '../../src/tasks/store/steps.ts';
-import { newTaskId } from '../../src/tasks/ids.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { createTestDatabase, insertTestTask, type TestDatabase } from '../helpers/db.ts';
 
 let tdb: TestDatabase;
 beforeAll(async () => {
@@ -20,16 +18,7 @@ afterAll(async () => {
 });
 
 async function claimed(): Promise<{ taskId: string; attempt: number }> {
-  const { taskId } = await insertTask(tdb.db, {
-    taskId: newTaskId(),
-    principal: 'alice',
-    toolName: 't',
-    arguments: {},
-    prepared: undefined,
-    clientCapabilities: {},
-    ttlMs: 60_000,
-    pollIntervalMs: 100,
-  });
+  const taskId = await insertTestTask(tdb.db);
   const claim = (await claimTask(tdb.db, taskId, 'w1', 10_000))!;
   return { taskId, attempt: claim.attempt };
 }

@@ -2,10 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHANNELS, ChangeFeed } from '../../src/events/change-feed.ts';
 import { createLogger } from '../../src/log.ts';
 import { TaskChanges } from '../../src/tasks/changes.ts';
-import { newTaskId } from '../../src/tasks/ids.ts';
-import { insertTask } from '../../src/tasks/store/create.ts';
 import type { TaskView } from '../../src/tasks/store/view.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { createTestDatabase, insertTestTask, type TestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 let tdb: TestDatabase;
@@ -25,18 +23,13 @@ afterAll(async () => {
   await tdb?.drop();
 });
 
-const insert = (principal: string, origin?: string) =>
-  insertTask(tdb.db, {
-    taskId: newTaskId(),
+const insert = async (principal: string, origin?: string) => ({
+  taskId: await insertTestTask(tdb.db, {
     principal,
     toolName: 'echo',
-    arguments: {},
-    prepared: undefined,
-    clientCapabilities: {},
-    ttlMs: 60_000,
-    pollIntervalMs: 100,
     ...(origin === undefined ? {} : { origin }),
-  });
+  }),
+});
 
 /** A visible change of these tasks, in one statement. */
 const note = (taskIds: string[], statusMessage: string) =>

@@ -3,7 +3,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TaskNotFoundError } from '../../src/tasks/errors.ts';
 import { isTerminal, TASK_STATUSES } from '../../src/tasks/status.ts';
 import { requestCancel } from '../../src/tasks/store/cancel.ts';
-import { insertTask } from '../../src/tasks/store/create.ts';
 import { finishAttempt, settleCancelRequest, setStatusMessage } from '../../src/tasks/store/finish.ts';
 import { answerInputRequests, suspendForInput } from '../../src/tasks/store/input.ts';
 import { claimTask, claimTasks } from '../../src/tasks/store/claim.ts';
@@ -18,7 +17,7 @@ import { getTaskView } from '../../src/tasks/store/read.ts';
 import { loadSteps, saveStep } from '../../src/tasks/store/steps.ts';
 import { expireTasks, purgeTasks } from '../../src/tasks/store/sweep.ts';
 import { newTaskId } from '../../src/tasks/ids.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { createTestDatabase, insertTestTask, type TestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 let tdb: TestDatabase;
@@ -41,17 +40,11 @@ const untilPast = (column: 'lease_expires_at' | 'expires_at', taskIds: string[])
   );
 
 async function newTask(opts: { ttlMs?: number | null; principal?: string } = {}) {
-  const view = await insertTask(tdb.db, {
-    taskId: newTaskId(),
+  return insertTestTask(tdb.db, {
     principal: opts.principal ?? 'alice',
-    toolName: 't',
-    arguments: {},
-    prepared: undefined,
     clientCapabilities: { elicitation: {} },
     ttlMs: opts.ttlMs === undefined ? 60_000 : opts.ttlMs,
-    pollIntervalMs: 100,
   });
-  return view.taskId;
 }
 
 const status = async (taskId: string) =>

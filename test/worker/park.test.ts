@@ -7,13 +7,11 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BossTaskQueue, createBoss, RUN_QUEUE } from '../../src/queue/boss.ts';
-import { newTaskId } from '../../src/tasks/ids.ts';
 import { TaskService } from '../../src/tasks/service.ts';
-import { insertTask } from '../../src/tasks/store/create.ts';
 import { claimTask } from '../../src/tasks/store/claim.ts';
 import { createSignal, readSignal } from '../../src/tasks/store/signals.ts';
 import { handBack } from '../../src/worker/settle.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { createTestDatabase, insertTestTask, type TestDatabase } from '../helpers/db.ts';
 
 let tdb: TestDatabase;
 let boss: ReturnType<typeof createBoss>;
@@ -39,16 +37,7 @@ async function runsOf(taskId: string): Promise<number[]> {
 describe('parking a task that waits for a signal', () => {
   it('runs it at once when the signal was delivered while its attempt still held it', async () => {
     const queue = new BossTaskQueue(boss);
-    const { taskId } = await insertTask(tdb.db, {
-      taskId: newTaskId(),
-      principal: 'alice',
-      toolName: 't',
-      arguments: {},
-      prepared: undefined,
-      clientCapabilities: {},
-      ttlMs: 3_600_000,
-      pollIntervalMs: 100,
-    });
+    const taskId = await insertTestTask(tdb.db, { ttlMs: 3_600_000 });
     const attempt = (await claimTask(tdb.db, taskId, 'worker-a', 60_000))!;
     const token = 'T'.repeat(32);
     await createSignal(tdb.db, { taskId, attempt: attempt.attempt, name: 'go', token });

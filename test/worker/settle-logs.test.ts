@@ -7,16 +7,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.ts';
 import { BossTaskQueue, createBoss } from '../../src/queue/boss.ts';
-import { newTaskId } from '../../src/tasks/ids.ts';
 import { claimTask } from '../../src/tasks/store/claim.ts';
-import { insertTask } from '../../src/tasks/store/create.ts';
 import { finishAttempts } from '../../src/tasks/store/finish.ts';
 import type { ClaimedTask } from '../../src/tasks/store/lease.ts';
 import { ProtocolError, ProtocolErrorCode } from '../../src/core/errors.ts';
 import type { LegDeps, LegScope } from '../../src/worker/leg-deps.ts';
 import type { LegOutcome } from '../../src/worker/outcome.ts';
 import { settle } from '../../src/worker/settle.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { createTestDatabase, insertTestTask, type TestDatabase } from '../helpers/db.ts';
 
 let tdb: TestDatabase;
 let boss: ReturnType<typeof createBoss>;
@@ -51,16 +49,7 @@ function capturedLog() {
 
 /** A new task, claimed by worker-a (attempt 1). */
 async function claimedTask(): Promise<ClaimedTask> {
-  const { taskId } = await insertTask(tdb.db, {
-    taskId: newTaskId(),
-    principal: 'alice',
-    toolName: 't',
-    arguments: {},
-    prepared: undefined,
-    clientCapabilities: {},
-    ttlMs: 3_600_000,
-    pollIntervalMs: 100,
-  });
+  const taskId = await insertTestTask(tdb.db);
   return (await claimTask(tdb.db, taskId, 'worker-a', 60_000))!;
 }
 
