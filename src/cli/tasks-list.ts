@@ -1,7 +1,8 @@
 // `tasks list`: every principal's tasks, newest first, filtered by status, tool, principal and age.
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { TASK_STATUSES } from '../tasks/status.ts';
-import { adminListTasks, type AdminTask } from '../tasks/store/admin.ts';
+import { adminListTasks } from '../tasks/store/admin-list.ts';
+import type { AdminTask } from '../tasks/store/admin-row.ts';
 import { withDb } from './operator-db.ts';
 import { print, printJson } from './operator-print.ts';
 import { parseDuration, table } from './operator-text.ts';

@@ -1,7 +1,7 @@
 // `tasks show <taskId>`: one task and its history, as a column of fields and a table per section.
 import type { Command } from 'commander';
 import { formatBytes } from '../core/bytes.ts';
-import { adminGetTask, type TaskHistory } from '../tasks/store/admin.ts';
+import { adminGetTask, type TaskHistory } from '../tasks/store/admin-task.ts';
 import { withDb } from './operator-db.ts';
 import { print, printJson } from './operator-print.ts';
 import { printable, table } from './operator-text.ts';

@@ -10,7 +10,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool } from '../../src/index.ts';
-import { adminGetTask } from '../../src/tasks/store/admin.ts';
+import { adminGetTask } from '../../src/tasks/store/admin-task.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { launchChromium, signedInPage, textOf } from '../helpers/dashboard-browser.ts';
 import { useTestServer } from '../helpers/server-process.ts';

@@ -8,7 +8,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, StepFailedError, type MapItemInfo, type ToolContext } from '../../src/index.ts';
-import { adminActivity, adminListTasks } from '../../src/tasks/store/admin.ts';
+import { adminActivity } from '../../src/tasks/store/admin-activity.ts';
+import { adminListTasks } from '../../src/tasks/store/admin-list.ts';
 import { listTasks } from '../../src/tasks/store/list.ts';
 import { mapItemsOf, mostItemsAtOnce } from '../helpers/map-items.ts';
 import { useTestServer } from '../helpers/server-process.ts';

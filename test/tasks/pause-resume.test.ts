@@ -11,7 +11,7 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool } from '../../src/index.ts';
-import { adminGetTask } from '../../src/tasks/store/admin.ts';
+import { adminGetTask } from '../../src/tasks/store/admin-task.ts';
 import { MAX_RESUME_BATCH } from '../../src/tasks/store/pause.ts';
 import { runCli } from '../helpers/cli.ts';
 import { extTasksPort } from '../helpers/ext-tasks.ts';

@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, NonRetryableError } from '../../src/index.ts';
-import { adminGetTask } from '../../src/tasks/store/admin.ts';
+import { adminGetTask } from '../../src/tasks/store/admin-task.ts';
 import { useTestServer } from '../helpers/server-process.ts';
 
 /** Calls of each flaky step, by task: what the "downstream" saw (the handler's own count is not trusted). */

@@ -2,7 +2,7 @@
 // largest value on the y axis; the span is chosen with ?range= (links, no script), and longer spans add
 // up the store's minutes into wider buckets so that a chart keeps about 60–100 bars.
 import { html, raw } from 'hono/html';
-import type { ActivityMinute } from '../../tasks/store/admin.ts';
+import type { ActivityMinute } from '../../tasks/store/admin-activity.ts';
 import { iso, type Html } from './format.ts';
 
 /** The spans a chart can show: minutes covered, minutes per bucket, minutes between time-axis ticks. */

@@ -1,7 +1,7 @@
 // Confirmation pages: an operator's action is a link to one of these (a GET changes nothing), and only
 // its form's POST, with the sign-in's CSRF token, acts. Each says what will happen to which task.
 import { html } from 'hono/html';
-import type { TaskHistory } from '../../tasks/store/admin.ts';
+import type { TaskHistory } from '../../tasks/store/admin-task.ts';
 import type { Fork } from '../../tasks/store/fork.ts';
 import { PAGE_TEXT_CHARS, truncate, type Html } from './format.ts';
 import { layout, type Viewer } from './layout.ts';

@@ -4,7 +4,9 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { html } from 'hono/html';
-import { adminActivity, adminGetTask, adminListTasks } from '../../tasks/store/admin.ts';
+import { adminActivity } from '../../tasks/store/admin-activity.ts';
+import { adminListTasks } from '../../tasks/store/admin-list.ts';
+import { adminGetTask } from '../../tasks/store/admin-task.ts';
 import { readStoreStats } from '../../tasks/store/stats.ts';
 import { RANGES, rangeOf } from './charts.ts';
 import { layout, loginPage } from './layout.ts';

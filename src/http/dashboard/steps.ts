@@ -1,7 +1,7 @@
 // A task's durable steps on its timeline, collapsed by name pattern: fifty `chunk-1` … `chunk-50` are one
 // row `chunk-* ×50 (first at …, last at …)` that opens (<details>, no script) onto the fifty.
 import { html } from 'hono/html';
-import type { TaskHistory } from '../../tasks/store/admin.ts';
+import type { TaskHistory } from '../../tasks/store/admin-task.ts';
 import { iso, type Html } from './format.ts';
 
 type Step = TaskHistory['steps'][number];

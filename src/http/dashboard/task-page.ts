@@ -2,7 +2,7 @@
 // resume), then its facts and the actions an operator may take (each through a confirmation page), its
 // arguments, its attempts and how each ended, its timeline, its artifacts and its outcome.
 import { html } from 'hono/html';
-import type { TaskHistory } from '../../tasks/store/admin.ts';
+import type { TaskHistory } from '../../tasks/store/admin-task.ts';
 import { ago, iso, PAGE_TEXT_CHARS, truncate, type Html } from './format.ts';
 import { layout, type Viewer } from './layout.ts';
 import { argumentsSection, artifactsTable, attemptsTable, waitingSection } from './task-sections.ts';

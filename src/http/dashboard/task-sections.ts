@@ -4,7 +4,7 @@
 import { html } from 'hono/html';
 import { artifactUri } from '../../core/artifacts.ts';
 import { formatBytes } from '../../core/bytes.ts';
-import type { TaskHistory } from '../../tasks/store/admin.ts';
+import type { TaskHistory } from '../../tasks/store/admin-task.ts';
 import { ago, iso, PAGE_TEXT_CHARS, truncate, type Html } from './format.ts';
 
 /** Arguments are shown up to this many bytes of pretty JSON (a task's arguments may be megabytes). */

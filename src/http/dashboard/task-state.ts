@@ -2,7 +2,7 @@
 // confirmation pages and the forms' targets.
 import { html } from 'hono/html';
 import { ACTIVE_STATUSES, TERMINAL_STATUSES } from '../../tasks/status.ts';
-import type { AdminTask } from '../../tasks/store/admin.ts';
+import type { AdminTask } from '../../tasks/store/admin-row.ts';
 import { badge, BASE } from './format.ts';
 
 /** An operator's actions on one task, each behind a confirmation page. */

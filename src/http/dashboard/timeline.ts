@@ -1,7 +1,7 @@
 // A task's timeline: created, each attempt's start and end, its steps (collapsed by pattern), step
 // failures, input requests with their questions, what operators did and who did it, the end.
 import { html } from 'hono/html';
-import type { TaskHistory } from '../../tasks/store/admin.ts';
+import type { TaskHistory } from '../../tasks/store/admin-task.ts';
 import { badge, iso, type Html } from './format.ts';
 import { stepEvents, type TimelineEvent } from './steps.ts';
 import { isActive, taskHref } from './task-state.ts';
