@@ -93,61 +93,83 @@ function chartsSection(activity: ActivityMinute[], range: RangeName, q: ListQuer
     </section>`;
 }
 
-export function listPage({ tasks, stats, activity, range, filter, tools, viewer }: ListPage): Html {
-  const q = filter.query;
+/** Counts by status (each a link to its filtered list), and the queue's health. */
+function cardsSection(stats: ListPage['stats']): Html {
   const cards = [...ACTIVE_STATUSES, ...TERMINAL_STATUSES].map(
     (s) =>
       html`<a class="card ${s}" href="${BASE}?status=${s}"
         ><span class="n">${stats.tasksByStatus[s] ?? 0}</span><span>${s.replace('_', ' ')}</span></a
       >`,
   );
-  const body = html` <section class="cards">
-      ${cards}
-      <div class="card queue"><span class="n">${stats.runsWaiting}</span><span>runs waiting</span></div>
-      <div class="card queue">
-        <span class="n">${stats.oldestWaitingRunSeconds.toFixed(1)} s</span><span>oldest waiting run</span>
-      </div>
-      <div class="card queue">
-        <span class="n">${stats.expiredNotSwept}</span><span>expired, not swept</span>
-      </div>
-      <div
-        class="card queue ${stats.stuckLegs > 0 ? 'stuck' : ''}"
-        title="handlers still running past their cancel grace, each holding a worker slot until it returns"
-      >
-        <span class="n">${stats.stuckLegs}</span><span>stuck legs</span>
-      </div>
-    </section>
-    ${chartsSection(activity, range, q)}
-    <form class="filters" method="get" action="${BASE}">
-      <fieldset>
-        <legend>Status</legend>
-        ${STATUS_FILTERS.map(
-          (s) =>
-            html`<label
-              ><input type="checkbox" name="status" value="${s}" ${q.status.includes(s) ? 'checked' : ''} />
-              ${s.replace('_', ' ')}</label
-            >`,
-        )}
-      </fieldset>
-      <label
-        >Tool
-        <select name="tool">
-          <option value="">any</option>
-          ${tools.map((t) => html`<option value="${t}" ${q.tool === t ? 'selected' : ''}>${t}</option>`)}
-        </select></label
-      >
-      <label>Principal <input name="principal" value="${q.principal}" placeholder="any" /></label>
-      <label
-        >Created
-        <select name="age">
-          <option value="">any time</option>
-          ${Object.keys(AGES).map((a) => html`<option value="${a}" ${q.age === a ? 'selected' : ''}>last ${a}</option>`)}
-        </select></label
-      >
-      <input type="hidden" name="range" value="${range}" />
-      <button>Filter</button> <a href="${BASE}">Clear</a>
-    </form>
-    <table class="tasks">
+  return html`<section class="cards">
+    ${cards}
+    <div class="card queue"><span class="n">${stats.runsWaiting}</span><span>runs waiting</span></div>
+    <div class="card queue">
+      <span class="n">${stats.oldestWaitingRunSeconds.toFixed(1)} s</span><span>oldest waiting run</span>
+    </div>
+    <div class="card queue">
+      <span class="n">${stats.expiredNotSwept}</span><span>expired, not swept</span>
+    </div>
+    <div
+      class="card queue ${stats.stuckLegs > 0 ? 'stuck' : ''}"
+      title="handlers still running past their cancel grace, each holding a worker slot until it returns"
+    >
+      <span class="n">${stats.stuckLegs}</span><span>stuck legs</span>
+    </div>
+  </section>`;
+}
+
+/** The filter form; it keeps the chart span in a hidden field. */
+function filtersForm(q: ListQuery, tools: readonly string[], range: RangeName): Html {
+  return html`<form class="filters" method="get" action="${BASE}">
+    <fieldset>
+      <legend>Status</legend>
+      ${STATUS_FILTERS.map(
+        (s) =>
+          html`<label
+            ><input type="checkbox" name="status" value="${s}" ${q.status.includes(s) ? 'checked' : ''} />
+            ${s.replace('_', ' ')}</label
+          >`,
+      )}
+    </fieldset>
+    <label
+      >Tool
+      <select name="tool">
+        <option value="">any</option>
+        ${tools.map((t) => html`<option value="${t}" ${q.tool === t ? 'selected' : ''}>${t}</option>`)}
+      </select></label
+    >
+    <label>Principal <input name="principal" value="${q.principal}" placeholder="any" /></label>
+    <label
+      >Created
+      <select name="age">
+        <option value="">any time</option>
+        ${Object.keys(AGES).map((a) => html`<option value="${a}" ${q.age === a ? 'selected' : ''}>last ${a}</option>`)}
+      </select></label
+    >
+    <input type="hidden" name="range" value="${range}" />
+    <button>Filter</button> <a href="${BASE}">Clear</a>
+  </form>`;
+}
+
+function taskRow(t: AdminTask): Html {
+  return html`<tr data-task-id="${t.taskId}" data-status="${t.status}">
+    <td>
+      <a class="id" href="${taskHref(t.taskId)}">${t.taskId}</a>
+    </td>
+    <td>${t.toolName}</td>
+    <td>${t.principal}</td>
+    <td>${statusBadges(t)}</td>
+    <td class="msg">${truncate(t.statusMessage ?? '', LIST_TEXT_CHARS)}</td>
+    <td title="${iso(t.createdAt)}">${ago(t.createdAt)}</td>
+    <td title="${iso(t.lastUpdatedAt)}">${ago(t.lastUpdatedAt)}</td>
+    <td>${t.attempt}${t.failures > 0 ? html` <span class="muted">(${t.failures} crashed)</span>` : ''}</td>
+  </tr>`;
+}
+
+/** The newest tasks the filter selects, and how many are shown. */
+function tasksTable(tasks: AdminTask[]): Html {
+  return html`<table class="tasks">
       <thead>
         <tr>
           <th>Task</th>
@@ -166,26 +188,16 @@ export function listPage({ tasks, stats, activity, range, filter, tools, viewer 
             ? html`<tr>
                 <td colspan="8" class="empty">No tasks match.</td>
               </tr>`
-            : tasks.map(
-                (t) =>
-                  html`<tr data-task-id="${t.taskId}" data-status="${t.status}">
-                    <td>
-                      <a class="id" href="${taskHref(t.taskId)}">${t.taskId}</a>
-                    </td>
-                    <td>${t.toolName}</td>
-                    <td>${t.principal}</td>
-                    <td>${statusBadges(t)}</td>
-                    <td class="msg">${truncate(t.statusMessage ?? '', LIST_TEXT_CHARS)}</td>
-                    <td title="${iso(t.createdAt)}">${ago(t.createdAt)}</td>
-                    <td title="${iso(t.lastUpdatedAt)}">${ago(t.lastUpdatedAt)}</td>
-                    <td>
-                      ${t.attempt}${t.failures > 0 ? html` <span class="muted">(${t.failures} crashed)</span>` : ''}
-                    </td>
-                  </tr>`,
-              )
+            : tasks.map(taskRow)
         }
       </tbody>
     </table>
     <p class="muted">${tasks.length} shown, newest first (at most 200).</p>`;
+}
+
+export function listPage({ tasks, stats, activity, range, filter, tools, viewer }: ListPage): Html {
+  const q = filter.query;
+  const body = html` ${cardsSection(stats)} ${chartsSection(activity, range, q)}
+  ${filtersForm(q, tools, range)} ${tasksTable(tasks)}`;
   return layout('Tasks', body, viewer);
 }
