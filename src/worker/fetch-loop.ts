@@ -13,8 +13,10 @@ export interface FetchLoopOptions {
   pollIntervalMs: number;
   /** Claims the tasks of a batch in one statement; undefined where a task is not runnable. */
   claim: (taskIds: readonly string[]) => Promise<(ClaimedTask | undefined)[]>;
-  /** Starts a leg in a slot already taken; the leg gives the slot back when it ends. */
-  runLeg: (taskId: string, claimed: ClaimedTask | undefined) => void;
+  /** Starts a claimed task's legs in a slot already taken; they give the slot back when they end. */
+  runLegs: (task: ClaimedTask) => void;
+  /** A delivery whose task was not claimed, in a slot already taken: given back once it is settled. */
+  settleUnclaimed: (taskId: string) => void;
   /** How long until the queue's next delayed run comes due (ms), undefined when none waits. */
   nextDelayedRun: () => Promise<number | undefined>;
   /** Work the pool waits for when it stops. */
@@ -90,7 +92,7 @@ async function dueTime(opts: FetchLoopOptions): Promise<number | undefined> {
 
 /**
  * A fetched batch, its slots taken: its tasks claimed with one statement, its deliveries acknowledged
- * with one (while the legs run), then one leg per delivery.
+ * with one (while the legs run), then each claimed task's legs, or the settling of a delivery not claimed.
  */
 async function runBatch(opts: FetchLoopOptions, jobs: JobWithMetadata<RunJob>[]): Promise<void> {
   const { boss, slots, log } = opts;
@@ -126,5 +128,9 @@ async function runBatch(opts: FetchLoopOptions, jobs: JobWithMetadata<RunJob>[])
       }),
     ),
   );
-  valid.forEach(({ taskId }, i) => opts.runLeg(taskId, claims[i]));
+  valid.forEach(({ taskId }, i) => {
+    const task = claims[i];
+    if (task === undefined) opts.settleUnclaimed(taskId);
+    else opts.runLegs(task);
+  });
 }

@@ -3,7 +3,6 @@ import { coerceError } from '../log.ts';
 import { ProtocolErrorCode } from '../core/errors.ts';
 import { createToolContext } from '../tools/context.ts';
 import { resolveRetry } from '../tools/retry.ts';
-import { settleCancelRequest } from '../tasks/store/finish.ts';
 import { loadInputs } from '../tasks/store/input.ts';
 import { LeaseLostError, type ClaimedTask } from '../tasks/store/lease.ts';
 import { attemptError } from '../tasks/store/attempt-ends.ts';
@@ -25,16 +24,8 @@ import type { ToolDefinition } from '../tools/define.ts';
  * before it: the claim (fenced by attempt), not the job, is what turns a second delivery away. Returns
  * the leg this slot runs next, already claimed (a map item's turn passed on, or its woken parent).
  */
-export async function runTaskLeg(
-  deps: LegDeps,
-  taskId: string,
-  claimed: ClaimedTask | undefined,
-): Promise<ClaimedTask | undefined> {
-  if (claimed === undefined) {
-    // Not runnable: finished, waiting for input, held by a live attempt, or cancelled while queued.
-    await settleCancelRequest(deps.db, taskId);
-    return undefined;
-  }
+export async function runTaskLeg(deps: LegDeps, claimed: ClaimedTask): Promise<ClaimedTask | undefined> {
+  const { taskId } = claimed;
   const leg = openLeg(deps, claimed);
   const started = performance.now();
   let label = 'settled';

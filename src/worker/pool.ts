@@ -8,9 +8,9 @@ import type { PgBoss } from 'pg-boss';
 import type { Database } from '../db/database.ts';
 import { CHANNELS, type ChangeFeed } from '../events/change-feed.ts';
 import type { ServerEvents } from '../events/server-events.ts';
-import { coerceError, type Logger } from '../log.ts';
+import type { Logger } from '../log.ts';
 import type { LocalStart, TaskQueue } from '../tasks/service.ts';
-import { claimTasks, nextWaitingForKey } from '../tasks/store/claim.ts';
+import { claimTasks } from '../tasks/store/claim.ts';
 import type { ClaimedTask } from '../tasks/store/lease.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { Metrics } from '../core/metrics.ts';
@@ -20,11 +20,11 @@ import { saveStep, saveSteps } from '../tasks/store/steps.ts';
 import { HandoffSignal } from './leg-signals.ts';
 import { runFetchLoop } from './fetch-loop.ts';
 import { nextDelayedRunMs } from '../queue/boss.ts';
-import { runTaskLeg } from './leg.ts';
 import type { LegDeps } from './leg-deps.ts';
 import { MapItemCache } from './map-item.ts';
-import { startLeaseKeeper } from './lease-keeper.ts';
+import { startLeaseKeeper, type LeaseKeeper } from './lease-keeper.ts';
 import type { RunningAttempts } from './outcome.ts';
+import { createSlotWork, type SlotWork } from './slot-work.ts';
 import { Slots } from './slots.ts';
 import { createSweeper, type MaintenanceJob } from './sweeper.ts';
 
@@ -90,94 +90,139 @@ export interface WorkerPool {
 }
 
 /**
- * The worker pool: takes runs from the queue into its slots (fetch-loop.ts), runs each as a task leg
- * (leg.ts), keeps the running attempts' leases and stops those whose task was cancelled
- * (lease-keeper.ts), and sweeps expired tasks (sweeper.ts).
+ * The worker pool: takes runs from the queue into its slots (fetch-loop.ts), hands each claimed task to
+ * its legs (slot-work.ts, leg.ts), keeps the running attempts' leases and stops those whose task was
+ * cancelled (lease-keeper.ts), and sweeps expired tasks (sweeper.ts).
  */
 export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPool> {
-  const { db, leaseMs = 15_000, shutdownGraceMs = 10_000 } = opts;
+  const { leaseMs = 15_000 } = opts;
   const workerId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const log = opts.log.scope({ worker: workerId });
   const running: RunningAttempts = new Map();
   const slots = new Slots(opts.concurrency ?? 32, opts.reservedSlots);
   opts.metrics?.addWorkerSlots(() => slots.concurrency - slots.free);
-  const deps = legDepsOf(opts, { workerId, leaseMs, running, slots, log });
-
-  const legs = new Set<Promise<unknown>>();
-  const track = (work: Promise<unknown>) => {
-    legs.add(work);
-    void work.finally(() => legs.delete(work));
+  const work = new Set<Promise<unknown>>();
+  const track = (w: Promise<unknown>) => {
+    work.add(w);
+    void w.finally(() => work.delete(w));
   };
-  /**
-   * Runs a leg (once `after` resolves) in a slot already taken, then each leg it hands on (a map's next
-   * item, or its woken parent); gives the slot back at the end.
-   */
-  const runLeg = (
-    taskId: string,
-    claimed: ClaimedTask | undefined,
-    after: Promise<void> = Promise.resolve(),
-  ) =>
-    track(
-      after
-        .then(async () => {
-          let next;
-          try {
-            next = await runTaskLeg(deps, taskId, claimed);
-          } finally {
-            if (claimed?.concurrencyKey !== undefined) await wakeNextForKey(claimed.concurrencyKey);
-          }
-          while (next !== undefined) next = await runTaskLeg(deps, next.taskId, next);
-        })
-        .catch((err: unknown) =>
-          log.warn('run failed before it settled', { taskId, error: coerceError(err).message }),
-        )
-        .finally(() => slots.release()),
-    );
-  /** A leg with a concurrency key ended: the oldest task waiting for its place gets a run. */
-  const wakeNextForKey = (key: string) =>
-    db
-      .transaction()
-      .execute(async (trx) => {
-        const waiting = await nextWaitingForKey(trx, key);
-        if (waiting !== undefined) await opts.queue.enqueueRun(trx, waiting);
-      })
-      // The sweeper redelivers a waiting task past its claim deadline: the backstop.
-      .catch((err: unknown) =>
-        log.warn('waking a task waiting for its key failed', { error: coerceError(err).message }),
-      );
-  const startHere = (rank: number): LocalStart | undefined => {
-    if (slots.stopping || slots.runsWaiting) return undefined;
-    if (slots.freeForAny <= 0 && !(slots.free > 0 && slots.isLight(rank))) return undefined;
-    slots.take();
-    return {
-      workerId,
-      leaseMs,
-      // After the caller's turn: the create's answer goes out before the handler's first synchronous work.
-      run: (task) => runLeg(task.taskId, task, nextTurn()),
-      release: () => slots.release(),
-    };
-  };
-
+  const { runLegs, settleUnclaimed } = createSlotWork(
+    legDepsOf(opts, { workerId, leaseMs, running, slots, log }),
+    slots,
+    track,
+  );
   const loop = runFetchLoop({
     boss: opts.boss,
     slots,
     pollIntervalMs: opts.pollIntervalMs ?? 5_000,
-    // A task delivered twice in one batch is claimed for its first delivery only.
-    claim: async (taskIds) => {
-      const claimed = await claimTasks(db, [...new Set(taskIds)], workerId, leaseMs);
-      return taskIds.map((taskId) => {
-        const task = claimed.get(taskId);
-        claimed.delete(taskId);
-        return task;
-      });
-    },
-    runLeg: (taskId, claimed) => runLeg(taskId, claimed),
+    claim: (taskIds) => claimDeliveries(opts.db, taskIds, { workerId, leaseMs }),
+    runLegs,
+    settleUnclaimed,
     nextDelayedRun: () => nextDelayedRunMs(opts.boss),
     track,
     log,
   });
+  const leases = leaseKeeperOf(opts, { workerId, leaseMs, running, log });
+  const offFeed = wakeOnFeed(opts.feed, { slots, running, leases });
+  const sweeper = sweeperOf(opts, slots, log);
+  return {
+    workerId,
+    running,
+    startHere: (rank) => localStart(slots, rank, { workerId, leaseMs, runLegs }),
+    sweep: sweeper.sweep,
+    maintain: () => sweeper.maintain(),
+    async stop() {
+      slots.stop();
+      sweeper.stop();
+      for (const off of offFeed) off();
+      await loop;
+      await handBackAfterGrace(work, running, opts.shutdownGraceMs ?? 10_000);
+      leases.stop();
+    },
+  };
+}
+
+/** Claims a fetched batch's tasks; a task delivered twice in one batch is claimed for its first delivery only. */
+async function claimDeliveries(
+  db: Kysely<Database>,
+  taskIds: readonly string[],
+  { workerId, leaseMs }: { workerId: string; leaseMs: number },
+): Promise<(ClaimedTask | undefined)[]> {
+  const claimed = await claimTasks(db, [...new Set(taskIds)], workerId, leaseMs);
+  return taskIds.map((taskId) => {
+    const task = claimed.get(taskId);
+    claimed.delete(taskId);
+    return task;
+  });
+}
+
+/**
+ * A slot for a task this process is creating (WorkerPool.startHere), or undefined: only while a slot is
+ * free, no queued runs wait and the pool does not stop; a reserved slot only for a light principal.
+ */
+function localStart(
+  slots: Slots,
+  rank: number,
+  { workerId, leaseMs, runLegs }: { workerId: string; leaseMs: number; runLegs: SlotWork['runLegs'] },
+): LocalStart | undefined {
+  if (slots.stopping || slots.runsWaiting) return undefined;
+  if (slots.freeForAny <= 0 && !(slots.free > 0 && slots.isLight(rank))) return undefined;
+  slots.take();
+  return {
+    workerId,
+    leaseMs,
+    // After the caller's turn: the create's answer goes out before the handler's first synchronous work.
+    run: (task) => runLegs(task, nextTurn()),
+    release: () => slots.release(),
+  };
+}
+
+/** The pool's change-feed subscriptions (each returns its unsubscribe): new runs, cancels, resyncs. */
+function wakeOnFeed(
+  feed: ChangeFeed,
+  { slots, running, leases }: { slots: Slots; running: RunningAttempts; leases: LeaseKeeper },
+): (() => void)[] {
+  return [
+    feed.on(CHANNELS.run, () => slots.notice()),
+    // A cancel request (or expiry) of a task this process runs is checked at once. Not every change: the
+    // worker's own status messages would each cost a lease check.
+    feed.on(CHANNELS.taskCancel, (taskId) => {
+      if (running.has(taskId)) void leases.check(taskId);
+    }),
+    feed.onResync(() => {
+      slots.notice();
+      void leases.check();
+    }),
+  ];
+}
+
+/**
+ * Stopping: running handlers get until the grace period ends to reach their next step boundary; the
+ * attempts still running then are aborted (handed back), and given a moment to settle.
+ */
+async function handBackAfterGrace(
+  work: ReadonlySet<Promise<unknown>>,
+  running: RunningAttempts,
+  graceMs: number,
+): Promise<void> {
+  const deadline = Date.now() + graceMs;
+  while (work.size > 0 && Date.now() < deadline) await Promise.race([...work, sleep(50)]);
+  for (const entry of running.values()) entry.abort.abort(new HandoffSignal());
+  await Promise.race([Promise.allSettled([...work]), sleep(2_000)]);
+}
+
+/** The pool's lease keeper, with its stuck legs counted in the metrics. */
+function leaseKeeperOf(
+  opts: WorkerPoolOptions,
+  {
+    workerId,
+    leaseMs,
+    running,
+    log,
+  }: { workerId: string; leaseMs: number; running: RunningAttempts; log: Logger },
+): LeaseKeeper {
   const leases = startLeaseKeeper({
-    db,
+    db: opts.db,
     workerId,
     running,
     leaseMs,
@@ -187,20 +232,13 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     log,
   });
   opts.metrics?.addStuckLegs(() => leases.stuckLegs());
-  const offFeed = [
-    opts.feed.on(CHANNELS.run, () => slots.notice()),
-    // A cancel request (or expiry) of a task this process runs is checked at once. Not every change: the
-    // worker's own status messages would each cost a lease check.
-    opts.feed.on(CHANNELS.taskCancel, (taskId) => {
-      if (running.has(taskId)) void leases.check(taskId);
-    }),
-    opts.feed.onResync(() => {
-      slots.notice();
-      void leases.check();
-    }),
-  ];
-  const sweeper = createSweeper({
-    db,
+  return leases;
+}
+
+/** The pool's sweeper; it redelivers only while the pool is idle. */
+function sweeperOf(opts: WorkerPoolOptions, slots: Slots, log: Logger) {
+  return createSweeper({
+    db: opts.db,
     queue: opts.queue,
     log,
     intervalMs: opts.sweepIntervalMs ?? 5_000,
@@ -211,26 +249,6 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     // Only a worker that just found the queue empty redelivers: with a backlog, a run waits its turn.
     idle: () => !slots.runsWaiting && slots.free > 0 && !slots.stopping,
   });
-
-  return {
-    workerId,
-    running,
-    startHere,
-    sweep: sweeper.sweep,
-    maintain: () => sweeper.maintain(),
-    async stop() {
-      slots.stop();
-      sweeper.stop();
-      for (const off of offFeed) off();
-      await loop;
-      // Running handlers get until the grace period ends to reach their next step boundary.
-      const deadline = Date.now() + shutdownGraceMs;
-      while (legs.size > 0 && Date.now() < deadline) await Promise.race([...legs, sleep(50)]);
-      for (const entry of running.values()) entry.abort.abort(new HandoffSignal());
-      await Promise.race([Promise.allSettled([...legs]), sleep(2_000)]);
-      leases.stop();
-    },
-  };
 }
 
 /** What every leg of this pool runs with: the pool's settings, its slots, and its batched writes. */
