@@ -55,20 +55,19 @@ export function subscriptionsListen(deps: ServerDeps): MethodHandler {
   };
 }
 
-/** One subscriptions/listen stream, from its acknowledgement to its end. */
-async function listen(
-  deps: ServerDeps,
-  ctx: RequestContext,
-  stream: {
-    filter: z.infer<typeof FilterSchema>;
-    feed: ChangeFeed;
-    notify: NonNullable<RequestContext['notify']>;
-  },
-) {
-  const { filter, feed, notify } = stream;
-  const subscriptionId = ctx.id;
-  const meta = { [META_SUBSCRIPTION_ID]: subscriptionId };
+type Filter = z.infer<typeof FilterSchema>;
+type Notify = NonNullable<RequestContext['notify']>;
 
+/** What the acknowledgement says is honoured, and the resources and tasks that are watched. */
+interface Honoured {
+  honoured: Record<string, unknown>;
+  resourceUris: Set<string>;
+  /** Of the asked-for tasks, the principal's own. */
+  taskIds: string[];
+}
+
+/** The part of the filter this server honours: list changes it can have, resources if any, owned tasks. */
+async function honour(deps: ServerDeps, ctx: RequestContext, filter: Filter): Promise<Honoured> {
   const honoured: Record<string, unknown> = {};
   for (const [kind, flag] of Object.entries(LIST_FLAG)) {
     const supported = kind === 'tools' || (kind === 'prompts' ? !deps.prompts.empty : !deps.resources.empty);
@@ -79,32 +78,40 @@ async function listen(
     honoured.resourceSubscriptions = [...resourceUris];
   const taskIds = filter.taskIds === undefined ? [] : await deps.tasks.owned(filter.taskIds, ctx.principal);
   if (filter.taskIds !== undefined) honoured.taskIds = taskIds;
+  return { honoured, resourceUris, taskIds };
+}
 
-  // One ordered queue per stream: notifications never overtake each other or the acknowledgement.
+/** One ordered queue per stream: notifications never overtake each other or the acknowledgement. */
+function orderedQueue(ctx: RequestContext, notify: Notify, meta: Record<string, unknown>) {
   let queue: Promise<void> = Promise.resolve();
-  const send = (method: string, params: Record<string, unknown> = {}) => {
-    queue = queue
-      .then(() => notify({ method, params: { ...params, _meta: meta } }))
-      .catch((err: unknown) =>
-        ctx.log.debug('subscription send failed', { error: coerceError(err).message }),
-      );
-  };
-  send('notifications/subscriptions/acknowledged', { notifications: honoured });
-
-  const tasks = new SubscriptionTasks(taskIds, {
-    tasks: deps.tasks,
-    taskChanges: deps.taskChanges,
-    principal: ctx.principal,
-    log: ctx.log,
-    enqueue: (step) => {
+  return {
+    /** Queues a notification; a failed send is logged, and the ones after it still go. */
+    send: (method: string, params: Record<string, unknown> = {}): void => {
+      queue = queue
+        .then(() => notify({ method, params: { ...params, _meta: meta } }))
+        .catch((err: unknown) =>
+          ctx.log.debug('subscription send failed', { error: coerceError(err).message }),
+        );
+    },
+    /** Queues a step; its failure is the caller's, and the queue goes on. */
+    enqueue: (step: () => Promise<void>): Promise<void> => {
       const run = queue.then(step);
       queue = run.catch(() => {});
       return run;
     },
-    notify: (detailed) => notify({ method: 'notifications/tasks', params: { ...detailed, _meta: meta } }),
-  });
+    /** Settles once everything queued so far has been sent. */
+    drained: () => queue,
+  };
+}
 
-  const unsubscribe = [
+/** Listens on the change feed for what was honoured; returns the listeners' removers. */
+function watchFeed(
+  feed: ChangeFeed,
+  { honoured, resourceUris }: Honoured,
+  tasks: SubscriptionTasks,
+  send: (method: string, params?: Record<string, unknown>) => void,
+): (() => void)[] {
+  return [
     feed.on(CHANNELS.list, (kind) => {
       const flag = LIST_FLAG[kind as keyof typeof LIST_FLAG];
       if (flag !== undefined && honoured[flag] === true) send(`notifications/${kind}/list_changed`);
@@ -114,26 +121,56 @@ async function listen(
     }),
     feed.onResync(() => tasks.refreshAll()),
   ];
+}
+
+/** Resolves when the client closes the stream or the process shuts down, whichever comes first. */
+async function untilClosed(client: AbortSignal, shutdown: AbortSignal): Promise<void> {
+  // Listeners on long-lived signals are removed when the stream ends, or they would pile up.
+  const ended = new AbortController();
+  try {
+    await new Promise<void>((resolve) => {
+      if (client.aborted || shutdown.aborted) return resolve();
+      client.addEventListener('abort', () => resolve(), { once: true, signal: ended.signal });
+      shutdown.addEventListener('abort', () => resolve(), { once: true, signal: ended.signal });
+    });
+  } finally {
+    ended.abort();
+  }
+}
+
+/** One subscriptions/listen stream, from its acknowledgement to its end. */
+async function listen(
+  deps: ServerDeps,
+  ctx: RequestContext,
+  { filter, feed, notify }: { filter: Filter; feed: ChangeFeed; notify: Notify },
+) {
+  const meta = { [META_SUBSCRIPTION_ID]: ctx.id };
+  const honoured = await honour(deps, ctx, filter);
+  const queue = orderedQueue(ctx, notify, meta);
+  queue.send('notifications/subscriptions/acknowledged', { notifications: honoured.honoured });
+
+  const tasks = new SubscriptionTasks(honoured.taskIds, {
+    tasks: deps.tasks,
+    taskChanges: deps.taskChanges,
+    principal: ctx.principal,
+    log: ctx.log,
+    enqueue: queue.enqueue,
+    notify: (detailed) => notify({ method: 'notifications/tasks', params: { ...detailed, _meta: meta } }),
+  });
+  const unsubscribe = watchFeed(feed, honoured, tasks, queue.send);
   // The current state first, so that a change just before the subscription is not missed.
   tasks.refreshAll();
   const backstop =
     tasks.size > 0 ? setInterval(() => tasks.refreshAll(), deps.subscriptionPollMs) : undefined;
 
-  // Listeners on long-lived signals are removed when the stream ends, or they would pile up.
-  const ended = new AbortController();
   try {
-    await new Promise<void>((resolve) => {
-      if (ctx.signal.aborted || deps.shutdown.aborted) return resolve();
-      ctx.signal.addEventListener('abort', () => resolve(), { once: true, signal: ended.signal });
-      deps.shutdown.addEventListener('abort', () => resolve(), { once: true, signal: ended.signal });
-    });
+    await untilClosed(ctx.signal, deps.shutdown);
   } finally {
-    ended.abort();
     clearInterval(backstop);
     for (const off of unsubscribe) off();
     tasks.close();
   }
-  await queue;
+  await queue.drained();
   if (ctx.signal.aborted) throw new Error('subscription closed by the client');
   // Shutting down: the graceful end is a result for the listen request.
   return { resultType: 'complete', _meta: meta };
