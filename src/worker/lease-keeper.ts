@@ -3,7 +3,7 @@ import type { Metrics } from '../core/metrics.ts';
 import type { Database } from '../db/database.ts';
 import { coerceError, type Logger } from '../log.ts';
 import { checkLeases, LeaseLostError, renewLeases } from '../tasks/store/lease.ts';
-import { startCancelGrace } from './cancel-grace.ts';
+import { startCancelGrace, type CancelGrace } from './cancel-grace.ts';
 import { CancelRequestedError, type RunningAttempts } from './outcome.ts';
 
 export interface LeaseKeeperOptions {
@@ -33,16 +33,37 @@ export interface LeaseKeeper {
  * cancelled attempt whose handler ignores its signal ends `cancelled` after the grace (cancel-grace.ts).
  */
 export function startLeaseKeeper(opts: LeaseKeeperOptions): LeaseKeeper {
-  const { db, workerId, running, leaseMs, log } = opts;
   const grace = startCancelGrace({
-    db,
-    running,
+    db: opts.db,
+    running: opts.running,
     graceMs: opts.cancelGraceMs,
     retryMs: opts.cancelCheckIntervalMs,
     metrics: opts.metrics,
-    log,
+    log: opts.log,
   });
-  const stopAttempt = (taskId: string, reason: Error) => {
+  const stop = attemptStopper(opts.running, grace);
+  const check = leaseChecker(opts, stop);
+  const checker = setInterval(() => {
+    void check();
+    grace.tick();
+  }, opts.cancelCheckIntervalMs);
+  const renewer = setInterval(leaseRenewer(opts, stop), opts.leaseMs / 3);
+  return {
+    check,
+    stuckLegs: () => grace.stuckLegs(),
+    stop() {
+      clearInterval(checker);
+      clearInterval(renewer);
+      grace.stop();
+    },
+  };
+}
+
+type StopAttempt = (taskId: string, reason: Error) => void;
+
+/** Stops a running attempt (its signal fires with `reason`) and has the grace watch it. */
+function attemptStopper(running: RunningAttempts, grace: CancelGrace): StopAttempt {
+  return (taskId, reason) => {
     const entry = running.get(taskId);
     if (entry === undefined) return;
     const cancelled = reason instanceof CancelRequestedError;
@@ -55,11 +76,20 @@ export function startLeaseKeeper(opts: LeaseKeeperOptions): LeaseKeeper {
     entry.abort.abort(reason);
     grace.watch(taskId, entry, cancelled);
   };
-  const attemptsOf = (only?: string) =>
-    new Map(
-      [...running].filter(([id]) => only === undefined || id === only).map(([id, r]) => [id, r.attempt]),
-    );
+}
 
+/** The running attempts (one task's, or all), by task: their attempt numbers. */
+function attemptsOf(running: RunningAttempts, only?: string): Map<string, number> {
+  return new Map(
+    [...running].filter(([id]) => only === undefined || id === only).map(([id, r]) => [id, r.attempt]),
+  );
+}
+
+/** LeaseKeeper.check: cancel requests and leases no longer held stop their attempts. */
+function leaseChecker(
+  { db, workerId, running, log }: LeaseKeeperOptions,
+  stopAttempt: StopAttempt,
+): LeaseKeeper['check'] {
   // Checks asked for while one runs are not dropped: one more check follows.
   let checking = false;
   let again = false;
@@ -71,7 +101,7 @@ export function startLeaseKeeper(opts: LeaseKeeperOptions): LeaseKeeper {
     }
     checking = true;
     try {
-      for (const state of await checkLeases(db, workerId, attemptsOf(only))) {
+      for (const state of await checkLeases(db, workerId, attemptsOf(running, only))) {
         // A cancel that already ended the task (2025-11-25 cancels at once) is a cancel, not a lost lease.
         if (state.cancelRequested) stopAttempt(state.taskId, new CancelRequestedError());
         else if (!state.held)
@@ -90,23 +120,26 @@ export function startLeaseKeeper(opts: LeaseKeeperOptions): LeaseKeeper {
       await check();
     }
   };
-  const checker = setInterval(() => {
-    void check();
-    grace.tick();
-  }, opts.cancelCheckIntervalMs);
+  return check;
+}
 
+/** One renewal of all running attempts' leases (skipped while the last one still runs). */
+function leaseRenewer(
+  { db, workerId, running, leaseMs, log }: LeaseKeeperOptions,
+  stopAttempt: StopAttempt,
+): () => void {
   // A worker that cannot renew for most of a lease stops its attempts: past the lease another worker
   // may already run them.
   let lastRenewed = Date.now();
   let renewing = false;
-  const renew = () => {
+  return () => {
     if (renewing) return;
     if (running.size === 0) {
       lastRenewed = Date.now();
       return;
     }
     renewing = true;
-    const attempts = attemptsOf();
+    const attempts = attemptsOf(running);
     renewLeases(db, workerId, attempts, leaseMs)
       .then((renewed) => {
         lastRenewed = Date.now();
@@ -121,16 +154,5 @@ export function startLeaseKeeper(opts: LeaseKeeperOptions): LeaseKeeper {
         }
       })
       .finally(() => (renewing = false));
-  };
-  const renewer = setInterval(renew, leaseMs / 3);
-
-  return {
-    check,
-    stuckLegs: () => grace.stuckLegs(),
-    stop() {
-      clearInterval(checker);
-      clearInterval(renewer);
-      grace.stop();
-    },
   };
 }
