@@ -25,15 +25,17 @@ export const LAYERS = {
   // The client library (`durable-mcp-tasks/client`): the wire's names, nothing of the server.
   client: ['core'],
   http: ['protocol', 'tasks', 'tools', 'events', 'core', 'log.ts', 'config.ts'],
-  // The 2025-11-25 era: its transport, sessions and methods, over the 2026-07-28 handlers.
+  // The protocol revisions, side by side: each its transport and wire over the shared method handlers.
+  'rev2026-07-28': ['protocol', 'core', 'log.ts'],
   'rev2025-11-25': ['protocol', 'tasks', 'tools', 'events', 'db', 'core', 'log.ts'],
 };
 
 /**
- * Folders of src/ that only the composition root may import: a protocol era the server can be built
- * without (delete the folder and its lines in src/process, and the 2026-07-28 server still builds).
+ * Folders of src/ that only the composition root may import: the protocol revisions, each of which the
+ * server can be built without (delete its folder and its lines in src/process/revisions.ts, and the
+ * server of the other still builds).
  */
-export const ERAS = { 'rev2025-11-25': ['process'] };
+export const REVISIONS = { 'rev2026-07-28': ['process'], 'rev2025-11-25': ['process'] };
 
 /** The top-level entry of src/ a file belongs to, or undefined outside src/. */
 function layerOf(file) {
@@ -58,7 +60,7 @@ const oneWay = {
       const target = path.resolve(path.dirname(file), spec);
       const to = layerOf(target);
       if (to === from) return;
-      const importers = ERAS[to];
+      const importers = REVISIONS[to];
       if (importers !== undefined && !importers.includes(from)) {
         context.report({
           node,

@@ -3,10 +3,12 @@ import {
   META_CLIENT_CAPABILITIES,
   META_CLIENT_INFO,
   META_PROTOCOL_VERSION,
-  PROTOCOL_VERSION,
   type JsonObject,
 } from '../core/wire.ts';
 import { SseReader } from './sse.ts';
+
+/** The protocol revision this client speaks. */
+const PROTOCOL_VERSION = '2026-07-28';
 
 /** The server could not be reached, or answered without a JSON-RPC response. */
 export class McpConnectionError extends Error {

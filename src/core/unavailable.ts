@@ -1,5 +1,11 @@
 import { ProtocolError, ProtocolErrorCode } from './errors.ts';
 
+/**
+ * Whether an error means the database cannot be reached right now (down, restarting, failing over, out of
+ * connections). The composition root gives src/db's `isUnreachable`: src/http and the revisions may not import src/db.
+ */
+export type IsDatabaseUnavailable = (err: unknown) => boolean;
+
 /** What a client is told to wait before it retries, in seconds: about what a Postgres restart takes. */
 export const RETRY_AFTER_SECONDS = 5;
 

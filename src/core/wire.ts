@@ -1,10 +1,7 @@
 import { z } from 'zod';
 
-export const PROTOCOL_VERSION = '2026-07-28';
-
 /** The MCP endpoint's path (the artifacts' downloads are under it). */
 export const MCP_PATH = '/mcp';
-export const SUPPORTED_VERSIONS = [PROTOCOL_VERSION] as const;
 
 export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
 export const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';

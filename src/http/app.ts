@@ -1,19 +1,19 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from '../log.ts';
-import type { Dispatcher } from '../protocol/dispatch.ts';
 import { ProtocolErrorCode } from '../core/errors.ts';
-import { MCP_PATH, PROTOCOL_VERSION } from '../core/wire.ts';
+import { jsonDepth } from '../core/json-depth.ts';
+import { MCP_PATH } from '../core/wire.ts';
 import { SIGNALS_PATH } from '../core/signal-delivery.ts';
 import { authMiddleware, type AuthEnv, type AuthMiddlewareOptions } from './auth/middleware.ts';
 import { artifactRoutes, type ArtifactRoutesOptions } from './artifacts.ts';
 import { dashboardRoutes, type DashboardOptions } from './dashboard/routes.ts';
 import { operationalRoutes, type OperationalOptions } from './health.ts';
-import { jsonDepth } from '../protocol/envelope.ts';
 import { signalRoutes, type SignalRoutesOptions } from './signals.ts';
-import { mcpPost } from './mcp-route.ts';
 import { hostCheck, originCheck } from './origin.ts';
-import { databaseUnavailable, type IsDatabaseUnavailable } from './unavailable.ts';
+import type { RevisionBinding, RevisionTransport } from '../protocol/revision.ts';
+import type { IsDatabaseUnavailable } from '../core/unavailable.ts';
+import { databaseUnavailable } from './unavailable.ts';
 
 /** RFC 9728 Protected Resource Metadata, served when the server is an OAuth resource server. */
 export interface ResourceMetadata {
@@ -24,30 +24,13 @@ export interface ResourceMetadata {
   resource_name?: string;
 }
 
-/**
- * A protocol era served beside 2026-07-28 on the same endpoint, with its own transport: the 2025-11-25
- * sessions (src/rev2025-11-25), which the composition root builds and hands to the router, so that
- * nothing under src/http imports the era.
- */
-export interface SessionTransport {
-  /** Whether a POST speaks the era, from its headers and body. */
-  claims(header: (name: string) => string | undefined, body: string): boolean;
-  /** The header naming a session: a GET or DELETE without it is not the era's (405). */
-  sessionHeader: string;
-  post(c: Context, body: string): Promise<Response>;
-  get(c: Context): Promise<Response>;
-  delete(c: Context): Promise<Response>;
-}
-
-/** What the router gives the era's transport when it builds it. */
-export interface SessionTransportBinding {
-  principalOf: (c: Context) => string;
-  log: Logger;
-  keepAliveMs: number | undefined;
-}
-
 export interface AppOptions {
-  dispatcher: Dispatcher;
+  /**
+   * The protocol revisions the endpoint speaks, built for this app: a POST goes to the first that claims
+   * it, or to the first of all (the newest, which answers what no revision claims, and a body nested too
+   * deep to look at); a GET or DELETE to the first whose streams claim it, else 405.
+   */
+  revisions: (binding: RevisionBinding) => readonly [RevisionTransport, ...RevisionTransport[]];
   log: Logger;
   auth: AuthMiddlewareOptions;
   resourceMetadata?: ResourceMetadata | undefined;
@@ -59,8 +42,6 @@ export interface AppOptions {
   allowedHosts?: readonly string[];
   keepAliveMs?: number;
   path?: string;
-  /** Serves the 2025-11-25 era (sessions) beside 2026-07-28 on the same endpoint. */
-  sessions?: ((binding: SessionTransportBinding) => SessionTransport) | undefined;
   /** /healthz, /readyz and /metrics: what they report. */
   operational?: OperationalOptions | undefined;
   /** The operator's dashboard at /dashboard (off when undefined). */
@@ -104,85 +85,39 @@ export function mcpBodyLimit(maxBodyBytes: number): MiddlewareHandler {
   };
 }
 
-/** The Hono app: the MCP endpoint (and, for OAuth, its Protected Resource Metadata). */
-export function createApp({
-  dispatcher,
-  log,
-  auth,
-  resourceMetadata,
-  maxBodyBytes = 1_000_000,
-  maxJsonDepth = 64,
-  allowedOrigins = [],
-  allowedHosts = [],
-  keepAliveMs,
-  path = MCP_PATH,
-  sessions: buildSessions,
-  operational,
-  dashboard,
-  signals,
-  artifacts,
-  isDatabaseUnavailable = () => false,
-}: AppOptions): Hono<AuthEnv> {
+/**
+ * The Hono app: the probes, the signal deliveries, the dashboard, the OAuth Protected Resource Metadata,
+ * the MCP endpoint (each revision's transport) and its artifact downloads.
+ */
+export function createApp(opts: AppOptions): Hono<AuthEnv> {
+  const { log, maxJsonDepth = 64, path = MCP_PATH, isDatabaseUnavailable = () => false } = opts;
   const principalOf = (c: Context) => (c as unknown as { get(key: 'principal'): string }).get('principal');
-  const sessions = buildSessions?.({ principalOf, log, keepAliveMs });
-  const post = mcpPost({
-    dispatcher,
+  const revisions = opts.revisions({
     principalOf,
     log,
+    keepAliveMs: opts.keepAliveMs,
     maxJsonDepth,
-    metrics: operational?.metrics,
+    metrics: opts.operational?.metrics,
     isDatabaseUnavailable,
-    ...(keepAliveMs === undefined ? {} : { keepAliveMs }),
   });
   const app = new Hono<AuthEnv>();
   // The probes come first: no auth, any Host (load balancers and kubelets probe by address).
-  app.route('/', operationalRoutes(operational));
-  app.use('*', hostCheck({ allowedHosts }));
-  if (signals !== undefined)
-    app.route(SIGNALS_PATH, signalRoutes({ ...signals, maxJsonDepth, log, isDatabaseUnavailable }));
-  app.use(path, originCheck({ allowedOrigins }));
-  if (dashboard !== undefined) {
+  app.route('/', operationalRoutes(opts.operational));
+  app.use('*', hostCheck({ allowedHosts: opts.allowedHosts ?? [] }));
+  if (opts.signals !== undefined) {
+    app.route(SIGNALS_PATH, signalRoutes({ ...opts.signals, maxJsonDepth, log, isDatabaseUnavailable }));
+  }
+  app.use(path, originCheck({ allowedOrigins: opts.allowedOrigins ?? [] }));
+  if (opts.dashboard !== undefined) {
     app.get('/dashboard/', (c) => c.redirect('/dashboard', 301));
-    app.route('/dashboard', dashboardRoutes(dashboard));
+    app.route('/dashboard', dashboardRoutes(opts.dashboard));
   }
-  if (resourceMetadata !== undefined) {
-    const serve = () =>
-      new Response(JSON.stringify(resourceMetadata), { headers: { 'content-type': 'application/json' } });
-    app.get('/.well-known/oauth-protected-resource', serve);
-    app.get(`/.well-known/oauth-protected-resource${path}`, serve);
+  if (opts.resourceMetadata !== undefined) serveResourceMetadata(app, path, opts.resourceMetadata);
+  routeEndpoint(app, revisions, opts);
+  if (opts.artifacts !== undefined) {
+    app.use(`${path}/artifacts/*`, authMiddleware(opts.auth));
+    app.route(`${path}/artifacts`, artifactRoutes({ ...opts.artifacts, principalOf, log }));
   }
-  // The one place that decides which era a request speaks. A POST: 2026-07-28 unless the session
-  // era claims it (a session id, or no 2026-07-28 envelope); a body too deep for either is answered by
-  // the 2026-07-28 path, which refuses it.
-  app.post(path, mcpBodyLimit(maxBodyBytes), authMiddleware(auth), async (c) => {
-    const text = await c.req.text();
-    if (
-      sessions !== undefined &&
-      c.req.header('mcp-protocol-version') !== PROTOCOL_VERSION &&
-      jsonDepth(text) <= maxJsonDepth &&
-      sessions.claims((name) => c.req.header(name), text)
-    ) {
-      return sessions.post(c, text);
-    }
-    return post(c, text);
-  });
-  if (artifacts !== undefined) {
-    app.use(`${path}/artifacts/*`, authMiddleware(auth));
-    app.route(`${path}/artifacts`, artifactRoutes({ ...artifacts, principalOf, log }));
-  }
-  const notAllowed = (c: Context) =>
-    c.json(error(ProtocolErrorCode.InvalidRequest, 'Method not allowed'), 405, { Allow: 'POST' });
-  if (sessions !== undefined) {
-    // GET and DELETE exist in the session era only: without a session they are what 2026-07-28 says.
-    const sessionOnly: MiddlewareHandler = async (c, next) =>
-      c.req.header(sessions.sessionHeader) === undefined ||
-      c.req.header('mcp-protocol-version') === PROTOCOL_VERSION
-        ? notAllowed(c)
-        : next();
-    app.get(path, sessionOnly, authMiddleware(auth), (c) => sessions.get(c));
-    app.delete(path, sessionOnly, authMiddleware(auth), (c) => sessions.delete(c));
-  }
-  app.on(['GET', 'DELETE', 'PUT', 'PATCH'], path, notAllowed);
   app.onError((err, c) => {
     if (isDatabaseUnavailable(err)) {
       const unavailable = error(ProtocolErrorCode.InternalError, 'The database is unavailable: retry later');
@@ -192,4 +127,43 @@ export function createApp({
     return c.json(error(ProtocolErrorCode.InternalError, 'Internal error'), 500);
   });
   return app;
+}
+
+/** RFC 9728 metadata, at the well-known path and at its form suffixed with the endpoint's path. */
+function serveResourceMetadata(app: Hono<AuthEnv>, path: string, metadata: ResourceMetadata): void {
+  const serve = () =>
+    new Response(JSON.stringify(metadata), { headers: { 'content-type': 'application/json' } });
+  app.get('/.well-known/oauth-protected-resource', serve);
+  app.get(`/.well-known/oauth-protected-resource${path}`, serve);
+}
+
+/**
+ * The one place that decides which revision a request speaks. A POST: the first revision that claims
+ * it, else the first of all; a body nested deeper than any revision reads goes to the first, which
+ * refuses it. A GET or DELETE: the first revision whose streams claim it, else 405.
+ */
+function routeEndpoint(
+  app: Hono<AuthEnv>,
+  revisions: readonly [RevisionTransport, ...RevisionTransport[]],
+  { path = MCP_PATH, maxBodyBytes = 1_000_000, maxJsonDepth = 64, auth }: AppOptions,
+): void {
+  const [newest] = revisions;
+  app.post(path, mcpBodyLimit(maxBodyBytes), authMiddleware(auth), async (c) => {
+    const text = await c.req.text();
+    const header = (name: string) => c.req.header(name);
+    const claimed =
+      jsonDepth(text) <= maxJsonDepth ? revisions.find((r) => r.claimsPost(header, text)) : undefined;
+    return (claimed ?? newest).post(c, text);
+  });
+  const notAllowed = (c: Context) =>
+    c.json(error(ProtocolErrorCode.InvalidRequest, 'Method not allowed'), 405, { Allow: 'POST' });
+  const streamsOf = (c: Context) =>
+    revisions.find((r) => r.streams?.claims((name) => c.req.header(name)) === true)?.streams;
+  if (revisions.some((r) => r.streams !== undefined)) {
+    const claimed: MiddlewareHandler = async (c, next) =>
+      streamsOf(c) === undefined ? notAllowed(c) : next();
+    app.get(path, claimed, authMiddleware(auth), (c) => streamsOf(c)!.get(c));
+    app.delete(path, claimed, authMiddleware(auth), (c) => streamsOf(c)!.delete(c));
+  }
+  app.on(['GET', 'DELETE', 'PUT', 'PATCH'], path, notAllowed);
 }

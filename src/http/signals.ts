@@ -2,9 +2,10 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { isStorable } from '../core/limits.ts';
 import type { Logger } from '../log.ts';
-import { jsonDepth } from '../protocol/envelope.ts';
+import { jsonDepth } from '../core/json-depth.ts';
 import type { SignalDelivery } from '../core/signal-delivery.ts';
-import { databaseUnavailable, type IsDatabaseUnavailable } from './unavailable.ts';
+import type { IsDatabaseUnavailable } from '../core/unavailable.ts';
+import { databaseUnavailable } from './unavailable.ts';
 
 export interface SignalRoutesOptions {
   deliver: (token: string, payload: unknown) => Promise<SignalDelivery>;

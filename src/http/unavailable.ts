@@ -4,12 +4,6 @@ import { RETRY_AFTER_SECONDS } from '../core/unavailable.ts';
 import type { Logger } from '../log.ts';
 
 /**
- * Whether an error means the database cannot be reached right now (down, restarting, failing over, out of
- * connections). The composition root gives src/db's `isUnreachable`: this folder may not import src/db.
- */
-export type IsDatabaseUnavailable = (err: unknown) => boolean;
-
-/**
  * The answer to a request that failed because the database could not be reached: 503 with Retry-After
  * and `body`, logged as a warning. Neither the request nor the server is at fault, and the same request
  * succeeds once the database is back. The log names the route, not the path: a signal's path holds its

@@ -6,7 +6,7 @@ import { assertMigrated } from '../db/migrate.ts';
 import type { Logger } from '../log.ts';
 import type pg from 'pg';
 import type { CleanupStack } from './cleanups.ts';
-import type { Role } from './start.ts';
+import type { Role } from './role.ts';
 
 /** The process's connection to Postgres, and how every other pool of the process should connect. */
 export interface DatabaseConnection {

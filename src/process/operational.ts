@@ -5,7 +5,7 @@ import { coerceError, type Logger } from '../log.ts';
 import { readStoreStats } from '../tasks/store/stats.ts';
 import type { CleanupStack } from './cleanups.ts';
 import type { DatabaseConnection } from './database.ts';
-import { closeNow, listen } from './http.ts';
+import { closeNow, listen } from './listener.ts';
 
 /** What /healthz, /readyz and /metrics answer from, on the MCP port and on METRICS_PORT. */
 export interface Operational {

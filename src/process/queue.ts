@@ -8,7 +8,7 @@ import { coerceError, type Logger } from '../log.ts';
 import { createBoss, ensureRunQueue } from '../queue/boss.ts';
 import type { CleanupStack } from './cleanups.ts';
 import type { DatabaseConnection } from './database.ts';
-import type { Role } from './start.ts';
+import type { Role } from './role.ts';
 
 /** Retries a start-up step while the database is unreachable (e.g. Postgres restarting meanwhile). */
 export type StartupRetry = <T>(step: string, fn: () => Promise<T>) => Promise<T>;

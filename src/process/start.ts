@@ -17,7 +17,6 @@ import { migrateDatabase } from '../migrate.ts';
 import type { PromptDefinition } from '../prompts/define.ts';
 import { BossTaskQueue } from '../queue/boss.ts';
 import type { ResourceDefinition, ResourceTemplateDefinition } from '../resources/define.ts';
-import { SESSION_CHANNELS, sessionMaintenance } from '../rev2025-11-25/index.ts';
 import type { ToolDefinition } from '../tools/define.ts';
 import { ToolRegistry } from '../tools/registry.ts';
 import { TaskService } from '../tasks/service.ts';
@@ -26,11 +25,13 @@ import { signalPath, type SignalDelivery } from '../core/signal-delivery.ts';
 import { startWorkerPool, type WorkerPool, type WorkerPoolOptions } from '../worker/pool.ts';
 import { CleanupStack } from './cleanups.ts';
 import { openDatabase, type DatabaseConnection } from './database.ts';
-import { LISTENER_NAME, serveMcp } from './http.ts';
-import { startOperational } from './operational.ts';
+import { LISTENER_NAME, serveMcp, type McpEndpoint, type McpEndpointParts } from './http.ts';
+import { startOperational, type Operational } from './operational.ts';
 import { startQueue, type StartupRetry } from './queue.ts';
+import { REVISION_CHANNELS, revisionMaintenance } from './revisions.ts';
+import type { Role } from './role.ts';
 
-export type Role = 'all' | 'server' | 'worker';
+export type { Role } from './role.ts';
 
 export interface ProcessOptions {
   config: Config;
@@ -83,92 +84,43 @@ export async function startProcess(opts: ProcessOptions): Promise<ServerProcess>
   try {
     const conn = await openDatabase(config, log, role, cleanups);
     const operational = await startOperational(conn, config, log, cleanups);
-    // Out of rotation first: /readyz says 503 while the process still serves for DRAIN_DELAY_MS.
-    draining = async () => {
-      if (operational.readiness.isDraining) return;
-      operational.readiness.drain();
-      if (config.DRAIN_DELAY_MS > 0 && role !== 'worker') {
-        log.info('draining', { delayMs: config.DRAIN_DELAY_MS });
-        await new Promise((resolve) => setTimeout(resolve, config.DRAIN_DELAY_MS));
-      }
-    };
-    // Every start-up step waits out an unreachable database (e.g. Postgres restarting meanwhile).
-    const deadline = Date.now() + config.DB_STARTUP_TIMEOUT_MS;
-    const retry: StartupRetry = (step, fn) => retryWhileUnreachable(step, fn, { log, deadline });
-    await waitForDatabase(conn.db, log, config.DB_STARTUP_TIMEOUT_MS);
-    await ensureSchema(conn, config, log, retry, deadline);
-    const boss = await startQueue(conn, { config, role, log, metrics: operational.metrics, retry }, cleanups);
-    // One LISTEN connection per process: task changes, new runs, list changes.
-    // A transaction-mode pooler cannot carry LISTEN: it takes the direct connection.
-    const feed = new ChangeFeed(conn.directUrl, log, {
-      channels: [...Object.values(CHANNELS), ...Object.values(SESSION_CHANNELS)],
-      applicationName: `${LISTENER_NAME}:${role}`,
-    });
-    await retry('listen', () => feed.start());
-    cleanups.push(() => feed.stop());
-
+    draining = () => drain(operational, opts);
+    const { boss, feed, retry } = await startStorage(conn, operational, opts, cleanups);
     const tools = new ToolRegistry(opts.tools);
     const queue = new BossTaskQueue(boss);
     const events = createServerEvents(conn.db);
-    // The MCP endpoint's origin once it listens (a worker-only process has none: set PUBLIC_URL there).
-    let origin = publicOrigin(config);
-    const signalUrl = (token: string) => `${origin}${signalPath(token)}`;
-    const artifactUrl = (taskId: string, name: string) => `${origin}${artifactPath(MCP_PATH, taskId, name)}`;
-    if (role === 'worker' && config.PUBLIC_URL === undefined) {
-      log.warn(
-        'PUBLIC_URL is not set: the signal and artifact download links this worker writes name ' + origin,
-      );
-    }
+    const links = publicLinks(opts);
     const workers =
       role === 'server'
         ? undefined
         : await startWorkers(
             conn.db,
-            { boss, queue, feed, tools, events, metrics: operational.metrics, signalUrl, artifactUrl },
+            { boss, queue, feed, tools, events, metrics: operational.metrics, ...links },
             opts,
           );
     if (workers !== undefined) cleanups.push(() => workers.stop());
-    const tasks = new TaskService({
-      db: conn.db,
-      queue,
-      startHere: config.WORKER_EAGER_START ? (rank) => workers?.startHere(rank) : undefined,
-      quotas: {
-        maxActiveTasks: config.MAX_ACTIVE_TASKS_PER_PRINCIPAL,
-        ratePerSecond: config.TASK_CREATE_RATE_PER_SECOND,
-        burst: config.TASK_CREATE_BURST,
-      },
-    });
-    // Before the endpoint: its stop (which lets requests in flight finish) runs first.
-    const syncCalls = role === 'worker' ? undefined : await startThreads(opts);
-    if (syncCalls !== undefined) cleanups.push(() => syncCalls.stop());
+    const tasks = taskService(conn.db, queue, workers, config);
     const endpoint =
       role === 'worker'
         ? undefined
-        : await serveMcp(
+        : await startEndpoint(
             {
               conn,
               config,
               log,
               tools,
-              resources: opts.resources,
-              resourceTemplates: opts.resourceTemplates,
-              prompts: opts.prompts,
               tasks,
               queue,
               events,
               feed,
               operational,
-              syncCalls,
-              requestStateSecret:
-                config.REQUEST_STATE_SECRET ??
-                (await retry('shared secret', () => sharedSecret(conn.db, 'request-state'))),
-              serverVersion: opts.serverVersion,
-              artifactUrl,
-              listen: opts.listen ?? true,
+              artifactUrl: links.artifactUrl,
             },
+            opts,
+            retry,
             cleanups,
           );
-    if (config.PUBLIC_URL === undefined && endpoint?.url !== undefined) origin = new URL(endpoint.url).origin;
+    if (endpoint?.url !== undefined) links.listeningAt(endpoint.url);
     log.info('started', { role, tools: opts.tools.map((t) => t.name) });
     return {
       db: conn.db,
@@ -185,6 +137,105 @@ export async function startProcess(opts: ProcessOptions): Promise<ServerProcess>
     await stop();
     throw err;
   }
+}
+
+/** Out of rotation first: /readyz says 503 while the process still serves for DRAIN_DELAY_MS. */
+async function drain(operational: Operational, { config, log, role }: ProcessOptions): Promise<void> {
+  if (operational.readiness.isDraining) return;
+  operational.readiness.drain();
+  if (config.DRAIN_DELAY_MS > 0 && role !== 'worker') {
+    log.info('draining', { delayMs: config.DRAIN_DELAY_MS });
+    await new Promise((resolve) => setTimeout(resolve, config.DRAIN_DELAY_MS));
+  }
+}
+
+/**
+ * What every role stands on once the database answers: the schema, pg-boss and the LISTEN connection.
+ * Every step waits out an unreachable database (e.g. Postgres restarting meanwhile), until
+ * DB_STARTUP_TIMEOUT_MS; later steps retry with the same deadline (`retry`).
+ */
+async function startStorage(
+  conn: DatabaseConnection,
+  operational: Operational,
+  { config, log, role }: ProcessOptions,
+  cleanups: CleanupStack,
+): Promise<{ boss: PgBoss; feed: ChangeFeed; retry: StartupRetry }> {
+  const deadline = Date.now() + config.DB_STARTUP_TIMEOUT_MS;
+  const retry: StartupRetry = (step, fn) => retryWhileUnreachable(step, fn, { log, deadline });
+  await waitForDatabase(conn.db, log, config.DB_STARTUP_TIMEOUT_MS);
+  await ensureSchema(conn, config, log, retry, deadline);
+  const boss = await startQueue(conn, { config, role, log, metrics: operational.metrics, retry }, cleanups);
+  // One LISTEN connection per process: task changes, new runs, list changes.
+  // A transaction-mode pooler cannot carry LISTEN: it takes the direct connection.
+  const feed = new ChangeFeed(conn.directUrl, log, {
+    channels: [...Object.values(CHANNELS), ...REVISION_CHANNELS],
+    applicationName: `${LISTENER_NAME}:${role}`,
+  });
+  await retry('listen', () => feed.start());
+  cleanups.push(() => feed.stop());
+  return { boss, feed, retry };
+}
+
+/**
+ * The links the process hands out (signal deliveries, artifact downloads), on the public origin:
+ * PUBLIC_URL, else the endpoint's own once it listens (a worker-only process has none: set PUBLIC_URL).
+ */
+function publicLinks({ config, log, role }: ProcessOptions) {
+  let origin = publicOrigin(config);
+  if (role === 'worker' && config.PUBLIC_URL === undefined) {
+    log.warn(
+      'PUBLIC_URL is not set: the signal and artifact download links this worker writes name ' + origin,
+    );
+  }
+  return {
+    signalUrl: (token: string) => `${origin}${signalPath(token)}`,
+    artifactUrl: (taskId: string, name: string) => `${origin}${artifactPath(MCP_PATH, taskId, name)}`,
+    /** The endpoint listens at `url` (its port may have been 0): links name it, unless PUBLIC_URL does. */
+    listeningAt(url: string) {
+      if (config.PUBLIC_URL === undefined) origin = new URL(url).origin;
+    },
+  };
+}
+
+/** The task service: its eager starts use this process's workers (WORKER_EAGER_START), its quotas the settings. */
+function taskService(db: Db, queue: BossTaskQueue, workers: WorkerPool | undefined, config: Config) {
+  return new TaskService({
+    db,
+    queue,
+    startHere: config.WORKER_EAGER_START ? (rank) => workers?.startHere(rank) : undefined,
+    quotas: {
+      maxActiveTasks: config.MAX_ACTIVE_TASKS_PER_PRINCIPAL,
+      ratePerSecond: config.TASK_CREATE_RATE_PER_SECOND,
+      burst: config.TASK_CREATE_BURST,
+    },
+  });
+}
+
+/** The sync-call threads, then the MCP endpoint (its stop, which lets requests in flight finish, runs first). */
+async function startEndpoint(
+  parts: Omit<McpEndpointParts, 'requestStateSecret' | 'listen' | 'syncCalls'>,
+  opts: ProcessOptions,
+  retry: StartupRetry,
+  cleanups: CleanupStack,
+): Promise<McpEndpoint> {
+  const syncCalls = await startThreads(opts);
+  if (syncCalls !== undefined) cleanups.push(() => syncCalls.stop());
+  const requestStateSecret =
+    opts.config.REQUEST_STATE_SECRET ??
+    (await retry('shared secret', () => sharedSecret(parts.conn.db, 'request-state')));
+  return serveMcp(
+    {
+      ...parts,
+      resources: opts.resources,
+      resourceTemplates: opts.resourceTemplates,
+      prompts: opts.prompts,
+      syncCalls,
+      requestStateSecret,
+      serverVersion: opts.serverVersion,
+      listen: opts.listen ?? true,
+    },
+    cleanups,
+  );
 }
 
 /** The sync-call threads, when the tools come from a module and SYNC_CALL_THREADS is not 0. */
@@ -212,7 +263,7 @@ async function ensureSchema(
   );
 }
 
-/** The worker pool with the process's settings, and the 2025-11-25 era's maintenance beside its sweep. */
+/** The worker pool with the process's settings, and the revisions' maintenance beside its sweep. */
 function startWorkers(
   db: Db,
   parts: Pick<
@@ -242,9 +293,6 @@ function startWorkers(
     sweepIntervalMs: config.SWEEP_INTERVAL_MS,
     sweepBatchSize: config.SWEEP_BATCH_SIZE,
     purgeGraceMs: config.TASK_PURGE_GRACE_MS,
-    maintenance: sessionMaintenance(db, {
-      idleTtlMs: config.SESSION_IDLE_TTL_MS,
-      eventRetentionMs: config.SESSION_EVENT_RETENTION_MS,
-    }),
+    maintenance: revisionMaintenance(db, config),
   });
 }

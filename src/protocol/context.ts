@@ -27,8 +27,13 @@ export interface RequestContext {
   log: Logger;
   /** The request's span (set by the dispatcher): a task created here stores it, so its runs join the trace. */
   trace?: TraceContext | undefined;
-  /** A request header by (case-insensitive) name, for checks that mirror body values (x-mcp-header). */
+  /** A request header by (case-insensitive) name. */
   header: (name: string) => string | undefined;
+  /**
+   * Checks the headers that mirror a tool's arguments, where the revision has them (2026-07-28's
+   * `Mcp-Param-*`, for properties annotated `x-mcp-header`): tools/call calls it once it knows the tool.
+   */
+  checkArgumentHeaders?: ((inputSchema: JsonObject, args: JsonObject) => void) | undefined;
 }
 
 /** A method's result, before the dispatcher adds `_meta.serverInfo`. */

@@ -14,6 +14,8 @@ import type { Implementation } from '../core/wire.ts';
 /** What the protocol methods need, built once by the composition root. */
 export interface ServerDeps {
   serverInfo: Implementation;
+  /** What server/discover lists: the versions of the revision that has the method (2026-07-28's). */
+  supportedVersions: readonly string[];
   tools: ToolRegistry;
   resources: ResourceRegistry;
   prompts: PromptRegistry;

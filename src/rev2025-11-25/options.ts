@@ -27,6 +27,8 @@ export interface SessionEraOptions {
   shutdown: AbortSignal;
   principalOf: (c: Context) => string;
   log: Logger;
+  /** The versions the server's other revisions speak: listed to a client that names one this era does not. */
+  otherVersions: readonly string[];
   /**
    * Whether a principal names one requestor (bearer or OAuth). When not (AUTH_MODE=none: every client is
    * the one local principal), `tasks/list` lists the session's own tasks, not every client's.

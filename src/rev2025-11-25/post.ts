@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import { ProtocolErrorCode } from '../core/errors.ts';
 import { isStorable, jsonBytes } from '../core/limits.ts';
-import { PROTOCOL_VERSION, type ClientCapabilities, type JsonObject, type RequestId } from '../core/wire.ts';
+import type { ClientCapabilities, JsonObject, RequestId } from '../core/wire.ts';
 import type { SessionEraOptions } from './options.ts';
 import { respond } from './respond.ts';
 import { SERVER_REQUEST_ID_PREFIX } from './server-requests.ts';
@@ -46,7 +46,7 @@ export function sessionPost(era: SessionEraOptions) {
     if (version !== undefined && !(LEGACY_VERSIONS as readonly string[]).includes(version)) {
       return c.json(
         rpcError(id, -32000, `Bad Request: Unsupported protocol version: ${version}`, {
-          supported: [...LEGACY_VERSIONS, PROTOCOL_VERSION],
+          supported: [...LEGACY_VERSIONS, ...era.otherVersions],
         }),
         400,
       );

@@ -3,7 +3,6 @@ import {
   META_CLIENT_CAPABILITIES,
   META_LOG_LEVEL,
   META_PROTOCOL_VERSION,
-  PROTOCOL_VERSION,
   type JsonObject,
   type RequestId,
   type RequestMeta,
@@ -28,8 +27,8 @@ export interface SessionRequest {
 }
 
 /**
- * The request as the shared 2026-07-28 handlers see it: the session stands in for the `_meta`
- * envelope, and tasks it creates carry 2025-11-25's traits (an isError result fails the task).
+ * The request as the shared method handlers see it: the session stands in for the `_meta` envelope
+ * (its version, capabilities and log level), and tasks it creates carry 2025-11-25's traits (an isError result fails the task).
  */
 export function handlerContext(
   req: SessionRequest,
@@ -39,7 +38,7 @@ export function handlerContext(
   const requestMeta = (params._meta ?? {}) as JsonObject;
   const progressToken = requestMeta.progressToken;
   const meta: RequestMeta = {
-    [META_PROTOCOL_VERSION]: PROTOCOL_VERSION,
+    [META_PROTOCOL_VERSION]: session.protocolVersion,
     [META_CLIENT_CAPABILITIES]: session.clientCapabilities,
     ...(session.logLevel === null
       ? {}

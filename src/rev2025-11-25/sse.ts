@@ -1,11 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { SessionService } from './sessions/service.ts';
 
-export const SSE_HEADERS = {
-  'Content-Type': 'text/event-stream',
-  'Cache-Control': 'no-cache',
-  'X-Accel-Buffering': 'no',
-} as const;
+export { SSE_HEADERS } from '../core/sse.ts';
 
 /**
  * One SSE stream of a 2025-11-25 session. Every event is appended to the session's stream log before

@@ -1,20 +1,23 @@
 import type { Context } from 'hono';
 import { QuotaExceededError } from '../core/errors.ts';
 import type { Metrics } from '../core/metrics.ts';
-import { META_PROTOCOL_VERSION, PROTOCOL_VERSION, type RequestId } from '../core/wire.ts';
+import { META_PROTOCOL_VERSION, type RequestId } from '../core/wire.ts';
 import { LEGACY_VERSIONS } from './shapes.ts';
 
 export const SESSION_HEADER = 'mcp-session-id';
 
+/** Whether `version` is one of this era's (2025-11-25, 2025-06-18, 2025-03-26). */
+export const isSessionVersion = (version: string) => (LEGACY_VERSIONS as readonly string[]).includes(version);
+
 /**
- * Whether a POST speaks a session-era revision: it has no 2026-07-28 version header, and it names a
- * session or carries no 2026-07-28 `_meta` envelope (an `initialize` from a client of the session era).
+ * Whether a POST speaks a session-era revision: it names none of the other revisions' versions, and it
+ * names a session or carries no `_meta` protocolVersion envelope (an `initialize` from a client of the
+ * session era).
  */
 export function isSessionPost(header: (name: string) => string | undefined, body: string): boolean {
   const version = header('mcp-protocol-version');
-  if (version === PROTOCOL_VERSION) return false;
+  if (version !== undefined && !isSessionVersion(version)) return false;
   if (header(SESSION_HEADER) !== undefined) return true;
-  if (version !== undefined && !(LEGACY_VERSIONS as readonly string[]).includes(version)) return false;
   try {
     const json = JSON.parse(body) as { params?: { _meta?: Record<string, unknown> } } | null;
     return (

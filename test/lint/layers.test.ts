@@ -25,33 +25,34 @@ describe('the one-way folder graph (eslint-layers.js)', () => {
     ).toHaveLength(1);
   });
 
-  it('lets only the composition root import the 2025-11-25 era', async () => {
-    for (const file of [
-      'src/http/app.ts',
-      'src/protocol/dispatch.ts',
-      'src/worker/sweeper.ts',
-      'src/index.ts',
-    ]) {
+  it.each(['rev2025-11-25', 'rev2026-07-28'])(
+    'lets only the composition root import %s',
+    async (revision) => {
+      for (const file of [
+        'src/http/app.ts',
+        'src/protocol/dispatch.ts',
+        'src/worker/sweeper.ts',
+        'src/index.ts',
+      ]) {
+        const up = file.split('/').length > 2 ? '../' : './';
+        expect(await layerErrors(file, `export * from '${up}${revision}/index.ts';\n`)).toEqual([
+          `src/${file.split('/')[1]} may not import src/${revision} (allowed: only src/process may)`,
+        ]);
+      }
       expect(
-        await layerErrors(
-          file,
-          "export * from './rev2025-11-25/index.ts';\n".replace(
-            './',
-            file.split('/').length > 2 ? '../' : './',
-          ),
-        ),
-      ).toEqual([
-        `src/${file.split('/')[1]} may not import src/rev2025-11-25 (allowed: only src/process may)`,
-      ]);
-    }
-    expect(await layerErrors('src/process/start.ts', "export * from '../rev2025-11-25/index.ts';\n")).toEqual(
-      [],
-    );
-    // The era sits over the core, never the other way round, and never over the HTTP layer.
-    expect(await layerErrors('src/rev2025-11-25/post.ts', "export * from '../http/app.ts';\n")).toHaveLength(
-      1,
-    );
-  });
+        await layerErrors('src/process/revisions.ts', `export * from '../${revision}/index.ts';\n`),
+      ).toEqual([]);
+      // A revision sits over the shared handlers, never the other way round, never over the HTTP layer,
+      // and never over the other revision.
+      expect(await layerErrors(`src/${revision}/index.ts`, "export * from '../http/app.ts';\n")).toHaveLength(
+        1,
+      );
+      const other = revision === 'rev2025-11-25' ? 'rev2026-07-28' : 'rev2025-11-25';
+      expect(
+        await layerErrors(`src/${revision}/index.ts`, `export * from '../${other}/index.ts';\n`),
+      ).toHaveLength(1);
+    },
+  );
 
   it('accepts imports that follow it', async () => {
     expect(await layerErrors('src/tasks/service.ts', "export * from '../db/database.ts';\n")).toEqual([]);

@@ -1,7 +1,6 @@
 import type { MethodHandler } from '../context.ts';
 import { TASKS_EXTENSION } from '../../core/errors.ts';
 import type { ServerDeps } from '../server-deps.ts';
-import { SUPPORTED_VERSIONS } from '../../core/wire.ts';
 
 /** The capabilities this server's registries support; also decides which methods exist. */
 export function serverCapabilities(deps: ServerDeps): Record<string, unknown> {
@@ -20,7 +19,7 @@ export function discover(deps: ServerDeps): MethodHandler {
   const capabilities = serverCapabilities(deps);
   return async () => ({
     resultType: 'complete',
-    supportedVersions: [...SUPPORTED_VERSIONS],
+    supportedVersions: [...deps.supportedVersions],
     capabilities,
     ttlMs: deps.listTtlMs,
     cacheScope: 'public',

@@ -20,7 +20,6 @@ import {
 import { clientIdempotency, toolIdempotency, type Idempotency } from '../../tasks/store/idempotency.ts';
 import type { ToolDefinition } from '../../tools/define.ts';
 import { unknownArgumentsMessage } from '../../tools/unknown-arguments.ts';
-import { validateParamHeaders } from './param-headers.ts';
 import { declaresTasks } from './tasks.ts';
 import { injectCarrier } from '../../core/tracing.ts';
 import { concurrencyOf } from '../../tools/concurrency-key.ts';
@@ -67,7 +66,7 @@ export function toolsCall(deps: ServerDeps): MethodHandler {
     if (params.inputResponses !== undefined) {
       assertSize('inputResponses', params.inputResponses, deps.limits.maxInputResponsesBytes);
     }
-    validateParamHeaders(deps.tools.describe(tool.name).inputSchema, rawArgs, ctx.header);
+    ctx.checkArgumentHeaders?.(deps.tools.describe(tool.name).inputSchema, rawArgs);
     const policy = tool.taskSupport ?? 'never';
     const tasksDeclared = declaresTasks(ctx);
     if (policy === 'required' && !tasksDeclared) throw missingTasksExtension();

@@ -1,37 +1,20 @@
 import { describeIssues, ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
+import { jsonDepth } from '../core/json-depth.ts';
 import {
   JsonRpcMessageSchema,
   META_PROTOCOL_VERSION,
   RequestMetaSchema,
-  SUPPORTED_VERSIONS,
   type JsonRpcMessage,
   type RequestId,
   type RequestMeta,
 } from '../core/wire.ts';
+import { SUPPORTED_VERSIONS } from './version.ts';
 
 /** A parsed body: a request to answer, a notification to accept, or an error to send back. */
 export type Incoming =
   | { kind: 'request'; message: JsonRpcMessage & { id: RequestId } }
   | { kind: 'notification'; message: JsonRpcMessage }
   | { kind: 'error'; id: RequestId | null; error: ProtocolError };
-
-/** The deepest nesting of arrays and objects in a JSON text (strings skipped), without parsing it. */
-export function jsonDepth(text: string): number {
-  let depth = 0;
-  let max = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text.charCodeAt(i);
-    if (inString) {
-      if (ch === 92)
-        i++; // backslash: skip the escaped character
-      else if (ch === 34) inString = false;
-    } else if (ch === 34) inString = true;
-    else if (ch === 123 || ch === 91) max = Math.max(max, ++depth);
-    else if (ch === 125 || ch === 93) depth--;
-  }
-  return max;
-}
 
 /** Parses a POST body into one JSON-RPC message; batches, responses and too deep nesting are rejected. */
 export function parseMessage(body: string, { maxDepth = 64 }: { maxDepth?: number } = {}): Incoming {

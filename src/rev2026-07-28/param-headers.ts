@@ -1,6 +1,6 @@
-import { decodeHeaderValue } from '../routing-headers.ts';
-import { ProtocolError, ProtocolErrorCode } from '../../core/errors.ts';
-import type { JsonObject } from '../../core/wire.ts';
+import { decodeHeaderValue } from './routing-headers.ts';
+import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
+import type { JsonObject } from '../core/wire.ts';
 
 interface HeaderParam {
   header: string;
