@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
 import { coerceError, type Logger } from '../log.ts';
 import { isConnectionError, isRefusedStartupParameter } from './errors.ts';
 
@@ -49,4 +50,34 @@ export async function waitForDatabase(db: Kysely<any>, log: Logger, timeoutMs = 
     log,
     deadline: Date.now() + timeoutMs,
   });
+}
+
+/**
+ * Opens (and closes) a connection every `intervalMs` until one succeeds, for a server that is starting
+ * (a new postmaster, a pooler reloading its users), where any error may pass: unlike retryWhileUnreachable,
+ * which retries only connection errors. Throws the last error once `timeoutMs` have passed, or at once
+ * when `keepTrying()` turns false (the server died).
+ */
+export async function connectUntilReady(
+  connectionString: string,
+  {
+    timeoutMs,
+    intervalMs = 100,
+    keepTrying = () => true,
+  }: { timeoutMs: number; intervalMs?: number; keepTrying?: () => boolean },
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const client = new pg.Client({ connectionString });
+    client.on('error', () => {}); // a failure surfaces through connect()
+    try {
+      await client.connect();
+      await client.end();
+      return;
+    } catch (err) {
+      await client.end().catch(() => {});
+      if (!keepTrying() || Date.now() > deadline) throw err;
+      await sleep(intervalMs);
+    }
+  }
 }

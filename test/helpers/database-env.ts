@@ -1,7 +1,6 @@
 import { appendFileSync } from 'node:fs';
-import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import { inject } from 'vitest';
+import { connectUntilReady } from '../../src/db/wait.ts';
 
 /** Whether this run goes through PgBouncer in transaction mode (TEST_PGBOUNCER=1). */
 export const throughPooler = (): boolean => inject('pooler') !== undefined;
@@ -41,18 +40,6 @@ export async function allowPoolerUser(role: string, password: string, database: 
   url.username = role;
   url.password = password;
   url.pathname = `/${database}`;
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const client = new pg.Client({ connectionString: url.toString() });
-    client.on('error', () => {});
-    try {
-      await client.connect();
-      await client.end();
-      return;
-    } catch (err) {
-      await client.end().catch(() => {});
-      if (Date.now() > deadline) throw err;
-      await sleep(50);
-    }
-  }
+  // PgBouncer reloads its auth_file on SIGHUP in its own time: wait until the role gets in.
+  await connectUntilReady(url.toString(), { timeoutMs: 10_000, intervalMs: 50 });
 }
