@@ -18,7 +18,8 @@ import type { TaskQueue } from '../queue/task-queue.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { createArtifactWriter } from './attempt-artifacts.ts';
 import { createMapRunner, type MapItemLeg } from './attempt-map.ts';
-import { createStepRunner, ReplayMissError, sleepStepName } from './attempt-steps.ts';
+import { createStepRunner, sleepStepName } from './attempt-steps.ts';
+import { ReplayMissError } from './step-guard.ts';
 import { infra, TaskParkedSignal, TaskSuspendedSignal } from './leg-signals.ts';
 
 /** A wait with no deadline of its own looks again this often (its signal's delivery wakes it sooner). */

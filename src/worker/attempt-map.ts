@@ -25,7 +25,7 @@ import {
   type StepFn,
   type StepOptions,
 } from '../tools/retry.ts';
-import { NonDeterminismError } from './attempt-steps.ts';
+import { NonDeterminismError } from './step-guard.ts';
 import { infra, MapItemDone, TaskParkedSignal } from './leg-signals.ts';
 
 /** The step under which a map records its number of items (its position is checked like a step's). */

@@ -1,5 +1,6 @@
 // A task's durable steps in one attempt: checkpointed values replayed by name, their order checked (the
-// determinism guard), their own retry policies and timeouts, and ctx.patched for changing code safely.
+// determinism guard, step-guard.ts), their own retry policies and timeouts, and ctx.patched for changing
+// code safely.
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
@@ -31,6 +32,7 @@ import {
   TaskParkedSignal,
   TaskSuspendedSignal,
 } from './leg-signals.ts';
+import { NonDeterminismError, ReplayMissError, stepGuard } from './step-guard.ts';
 
 /**
  * The steps under which a durable sleep records its deadline and a patch its marker (names of their own;
@@ -72,68 +74,6 @@ export class StepTooLargeError extends ProtocolError {
   }
 }
 
-/** Code that no longer matches what a running task recorded: the task fails at once with this. */
-export class NonDeterminismError extends ProtocolError {
-  constructor(message: string) {
-    super(ProtocolErrorCode.InternalError, message);
-  }
-}
-
-/** A task asked for more steps than MAX_STEPS_PER_TASK: it fails at once with this (storage is bounded). */
-export class StepLimitError extends NonDeterminismError {
-  constructor(readonly maxSteps: number) {
-    super(
-      `the task asked for more than ${maxSteps} steps (MAX_STEPS_PER_TASK): make each step do more, or fan out with ctx.map`,
-    );
-  }
-}
-
-/**
- * A map item's replay of its parent's handler reached something the parent never recorded: the code
- * before the map changed, or the item's function used `ctx` (it may not).
- */
-export class ReplayMissError extends NonDeterminismError {
-  constructor(what: string) {
-    super(
-      `a map item's replay reached ${what}, which its task never recorded before the map: the tool's code changed, or the map's function uses ctx (it may not)`,
-    );
-  }
-}
-
-/**
- * The determinism guard: each step call of a run of the handler takes the next position (0, 1, 2, …).
- * A name used twice in one run is refused (a loop must number its steps); a name that differs from the
- * one recorded at its position means the tool's code changed under the task, and fails it instead of
- * handing back another step's value.
- */
-function stepGuard(history: StepHistory, maxSteps: number) {
-  const seen = new Set<string>();
-  let position = 0;
-  return {
-    next(name: string): number {
-      if (position >= maxSteps) throw new StepLimitError(maxSteps);
-      if (seen.has(name)) {
-        throw new NonDeterminismError(
-          `step "${name}" was called twice in one run of the handler: step names must be unique within a task (in a loop, number them: \`${name}-\${i}\`)`,
-        );
-      }
-      seen.add(name);
-      const recorded = history.positions.get(position);
-      if (recorded !== undefined && recorded !== name) {
-        throw new NonDeterminismError(
-          `the handler asked for step "${name}" as step #${position + 1}, where this task recorded "${recorded}": the tool's code changed under a running task (guard new code with ctx.patched)`,
-        );
-      }
-      return position++;
-    },
-    /** Whether this run is still replaying steps recorded without the patch marker `name` at this position. */
-    replayingOldCode(name: string): boolean {
-      const recorded = history.positions.get(position);
-      return recorded !== undefined && recorded !== name;
-    },
-  };
-}
-
 export interface StepRunnerOptions {
   db: Kysely<Database>;
   task: ClaimedTask;
@@ -156,9 +96,9 @@ export interface StepRunnerOptions {
   replayOnly?: boolean | undefined;
 }
 
-/** `ctx.step` and `ctx.patched` of one attempt. */
+/** `ctx.step`, `ctx.patched` and the self-recording checkpoints (`recorded`) of one attempt. */
 export function createStepRunner(opts: StepRunnerOptions) {
-  const { db, task, history, signal } = opts;
+  const { history, signal } = opts;
   const guard = stepGuard(history, opts.maxSteps ?? Number.POSITIVE_INFINITY);
   async function step<T>(name: string, fn: StepFn<T>, options: StepOptions = {}): Promise<T> {
     const position = guard.next(name);
@@ -168,67 +108,16 @@ export function createStepRunner(opts: StepRunnerOptions) {
     for (;;) {
       signal.throwIfAborted();
       if (opts.draining?.() === true) throw new HandoffSignal();
-      const attempt = await startAttempt(name, policy);
+      const attempt = await startAttempt(opts, name, policy);
       try {
-        // Steps replayed from their checkpoints above take no time and get no span; a step that runs does.
-        const stored = await inSpan(
-          'step',
-          { attributes: { 'durable_mcp.step.name': name, 'durable_mcp.step.attempt': attempt } },
-          activeOr(opts.trace ?? ROOT_CONTEXT),
-          async () => {
-            const value = await callStep(name, (s) => fn(s, { name, attempt }), options.timeoutMs, signal);
-            checkStepSize(name, value, opts.maxStepBytes);
-            return opts
-              .saveStep({ taskId: task.taskId, attempt: task.attempt, name, value, position })
-              .catch(infra);
-          },
-        );
+        const stored = await runStepOnce(opts, { name, position, attempt }, fn, options.timeoutMs);
         history.values.set(name, stored);
         return stored as T;
       } catch (thrown) {
         if (signal.aborted || !isStepFailure(thrown)) throw thrown;
-        const error = coerceError(thrown);
-        const failures = await recordStepFailure(db, {
-          taskId: task.taskId,
-          attempt: task.attempt,
-          name,
-          error: error.message,
-        }).catch(infra);
-        history.failures.set(name, failures);
-        // Without a policy of its own the error goes to the handler as it is (the tool's policy applies).
-        if (policy === undefined) throw thrown;
-        const delayMs = nextRetryDelay(policy, error, attempt);
-        if (delayMs === undefined) {
-          if (thrown instanceof NonRetryableError) throw thrown;
-          throw new StepFailedError(name, attempt, error);
-        }
-        if (delayMs > STEP_BACKOFF_IN_SLOT_MS) {
-          await opts.flushStatus();
-          throw new TaskParkedSignal(
-            new Date(Date.now() + delayMs),
-            `Retrying step ${name} (attempt ${attempt + 1} of ${policy.maxAttempts}) after: ${error.message.slice(0, 200)}`,
-          );
-        }
-        await delay(delayMs, undefined, { signal });
+        await afterStepFailure(opts, { name, attempt, policy }, thrown);
       }
     }
-  }
-  /**
-   * The number of the step's run about to start. A step with a retry policy counts it in Postgres first
-   * (so a run its worker did not survive counts too), and fails with StepFailedError instead of starting
-   * when its attempts are used up; one without counts its failures (it runs once per leg).
-   */
-  async function startAttempt(name: string, policy: ResolvedRetry | undefined): Promise<number> {
-    if (policy === undefined) return (history.failures.get(name) ?? 0) + 1;
-    const start = await startStepAttempt(db, {
-      taskId: task.taskId,
-      attempt: task.attempt,
-      name,
-      maxAttempts: policy.maxAttempts,
-    }).catch(infra);
-    if ('started' in start) return start.started;
-    const why = start.lastError ?? 'its worker stopped while the step ran';
-    throw new StepFailedError(name, start.exhausted, new Error(why));
   }
   /**
    * A checkpoint that records itself: replayed by name and checked by the guard like a step, else
@@ -255,6 +144,89 @@ export function createStepRunner(opts: StepRunnerOptions) {
     return false;
   }
   return { step, patched, recorded };
+}
+
+/**
+ * The number of the step's run about to start. A step with a retry policy counts it in Postgres first
+ * (so a run its worker did not survive counts too), and fails with StepFailedError instead of starting
+ * when its attempts are used up; one without counts its failures (it runs once per leg).
+ */
+async function startAttempt(
+  { db, task, history }: StepRunnerOptions,
+  name: string,
+  policy: ResolvedRetry | undefined,
+): Promise<number> {
+  if (policy === undefined) return (history.failures.get(name) ?? 0) + 1;
+  const start = await startStepAttempt(db, {
+    taskId: task.taskId,
+    attempt: task.attempt,
+    name,
+    maxAttempts: policy.maxAttempts,
+  }).catch(infra);
+  if ('started' in start) return start.started;
+  const why = start.lastError ?? 'its worker stopped while the step ran';
+  throw new StepFailedError(name, start.exhausted, new Error(why));
+}
+
+/**
+ * One run of a step's function, in a span of its own (a step replayed from its checkpoint takes no time
+ * and gets none); its value checked for size and written as its checkpoint, which is what it returns.
+ */
+async function runStepOnce<T>(
+  opts: StepRunnerOptions,
+  { name, position, attempt }: { name: string; position: number; attempt: number },
+  fn: StepFn<T>,
+  timeoutMs: number | undefined,
+): Promise<unknown> {
+  const { task } = opts;
+  return inSpan(
+    'step',
+    { attributes: { 'durable_mcp.step.name': name, 'durable_mcp.step.attempt': attempt } },
+    activeOr(opts.trace ?? ROOT_CONTEXT),
+    async () => {
+      const value = await callStep(name, (s) => fn(s, { name, attempt }), timeoutMs, opts.signal);
+      checkStepSize(name, value, opts.maxStepBytes);
+      return opts
+        .saveStep({ taskId: task.taskId, attempt: task.attempt, name, value, position })
+        .catch(infra);
+    },
+  );
+}
+
+/**
+ * A step's function threw: the failure is counted, then the error goes on to the handler (the step has
+ * no retry policy, or its retries ran out), or the step is retried after its backoff: in the slot when
+ * the backoff is short, otherwise the task parks until then. Returns when the step may run again.
+ */
+async function afterStepFailure(
+  opts: StepRunnerOptions,
+  { name, attempt, policy }: { name: string; attempt: number; policy: ResolvedRetry | undefined },
+  thrown: unknown,
+): Promise<void> {
+  const { task } = opts;
+  const error = coerceError(thrown);
+  const failures = await recordStepFailure(opts.db, {
+    taskId: task.taskId,
+    attempt: task.attempt,
+    name,
+    error: error.message,
+  }).catch(infra);
+  opts.history.failures.set(name, failures);
+  // Without a policy of its own the error goes to the handler as it is (the tool's policy applies).
+  if (policy === undefined) throw thrown;
+  const delayMs = nextRetryDelay(policy, error, attempt);
+  if (delayMs === undefined) {
+    if (thrown instanceof NonRetryableError) throw thrown;
+    throw new StepFailedError(name, attempt, error);
+  }
+  if (delayMs > STEP_BACKOFF_IN_SLOT_MS) {
+    await opts.flushStatus();
+    throw new TaskParkedSignal(
+      new Date(Date.now() + delayMs),
+      `Retrying step ${name} (attempt ${attempt + 1} of ${policy.maxAttempts}) after: ${error.message.slice(0, 200)}`,
+    );
+  }
+  await delay(delayMs, undefined, { signal: opts.signal });
 }
 
 /** StepTooLargeError when a step's value is over `maxBytes` as JSON. */

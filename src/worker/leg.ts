@@ -10,7 +10,7 @@ import { emptyStepHistory, loadStepHistory } from '../tasks/store/steps.ts';
 import { endSpan, extractContext, SpanKind, startSpan, traceIdOf, withContext } from '../core/tracing.ts';
 import { createAttemptBackend, type AttemptBackend } from './attempt-backend.ts';
 import type { MapItemLeg } from './attempt-map.ts';
-import { ReplayMissError } from './attempt-steps.ts';
+import { ReplayMissError } from './step-guard.ts';
 import type { LegDeps, LegScope } from './leg-deps.ts';
 import { spillOversizedResult } from './result-spill.ts';
 import { itemFailure, type ReplaySource } from './map-item.ts';
