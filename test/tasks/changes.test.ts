@@ -52,7 +52,9 @@ describe('TaskChanges', () => {
     ];
     try {
       await note([task.taskId], 'halfway');
-      await waitFor(() => seen.byId!.length > 0 && seen.byOrigin!.length > 0, { what: 'the change heard' });
+      // (The insert's own change may be heard first: wait for this one.)
+      const heard = (views: TaskView[]) => views.some((v) => v.statusMessage === 'halfway');
+      await waitFor(() => heard(seen.byId!) && heard(seen.byOrigin!), { what: 'the change heard' });
       expect(seen.byId!.at(-1)).toMatchObject({ taskId: task.taskId, statusMessage: 'halfway' });
       expect(seen.byOrigin!.at(-1)).toMatchObject({ taskId: task.taskId, statusMessage: 'halfway' });
       // A later change of a watched task of mallory's comes through: alice's were never going to.
