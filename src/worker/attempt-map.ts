@@ -62,92 +62,114 @@ export interface MapRunnerOptions {
 
 /** `ctx.map` of one attempt: the parent's own, or the replay in an item's leg. */
 export function createMapRunner(opts: MapRunnerOptions) {
-  const { db, task, step } = opts;
-  const refOf = (mapName: string): MapRef => ({ parentTaskId: task.taskId, mapName });
-
-  /** The recorded size of the map, checked against this run's items (the determinism guard). */
-  async function recorded(name: string, items: readonly unknown[]): Promise<void> {
-    if (!Array.isArray(items)) throw new TypeError(`ctx.map "${name}": items must be an array`);
-    if (items.length > MAX_MAP_ITEMS) {
-      throw new RangeError(`ctx.map "${name}": ${items.length} items, at most ${MAX_MAP_ITEMS}`);
-    }
-    const { items: count } = await step(mapStepName(name), () => ({ items: items.length }));
-    if (count !== items.length) {
-      throw new NonDeterminismError(
-        `ctx.map "${name}" was called with ${items.length} items where this task recorded ${count}: the items must come from steps or deterministic code`,
-      );
-    }
-  }
-
-  async function mapInTask<T, R>(name: string, items: readonly T[], options: MapOptions = {}): Promise<R[]> {
-    await recorded(name, items);
-    if (items.length === 0) return [];
-    const ref = refOf(name);
-    const state = await readMapState(db, ref).catch(infra);
-    if (state.failed !== undefined) {
-      await cancelMapItems(db, ref).catch(infra);
-      const { index, failures, message } = state.failed;
-      throw new StepFailedError(`${name}[${index}]`, failures + 1, new Error(message));
-    }
-    if (state.total === items.length && state.completed === state.total) {
-      opts.status(mapProgress(name, state.completed, state.total));
-      return (await readMapResults(db, ref).catch(infra)) as R[];
-    }
-    opts.signal.throwIfAborted();
-    const concurrency = Math.min(
-      Math.max(1, Math.floor(options.concurrency ?? MAP_CONCURRENCY.default)),
-      MAP_CONCURRENCY.max,
-    );
-    await db
-      .transaction()
-      .execute(async (trx) => {
-        if (state.total < items.length) await insertMapItems(trx, task, name, items.length);
-        for (const id of await dispatchMapItems(trx, ref, concurrency)) await opts.queue.enqueueRun(trx, id);
-      })
-      .catch(infra);
-    await opts.flushStatus();
-    throw new TaskParkedSignal(
-      new Date(Date.now() + MAP_RECHECK_MS),
-      mapProgress(name, state.completed, items.length),
-      { map: name },
-    );
-  }
-
-  async function mapInItemLeg<T, R>(
-    item: MapItemLeg,
-    name: string,
-    items: readonly T[],
-    fn: MapItemFn<T, R>,
-    options: MapOptions = {},
-  ): Promise<R[]> {
-    await recorded(name, items);
-    if (name !== item.mapName) {
-      // Another map of this handler: one before this one finished before it was reached; one beside
-      // it (Promise.all) is not this leg's business, and this item's replay ends at its own map.
-      const ref = refOf(name);
-      const state = await readMapState(db, ref).catch(infra);
-      if (state.total === items.length && state.completed === state.total) {
-        return (await readMapResults(db, ref).catch(infra)) as R[];
-      }
-      return new Promise<never>(() => {});
-    }
-    if (item.index >= items.length) {
-      throw new NonDeterminismError(`ctx.map "${name}" has no item ${item.index} any more`);
-    }
-    item.options = options;
-    const value = await callStep(
-      `${name}[${item.index}]`,
-      (signal) =>
-        fn(items[item.index]!, item.index, signal, { map: name, index: item.index, attempt: item.attempt }),
-      options.timeoutMs,
-      opts.signal,
-    );
-    throw new MapItemDone(value);
-  }
-
   const map = <T, R>(name: string, items: readonly T[], fn: MapItemFn<T, R>, options?: MapOptions) =>
     opts.item === undefined
-      ? mapInTask<T, R>(name, items, options)
-      : mapInItemLeg(opts.item, name, items, fn, options);
+      ? mapInTask<T, R>(opts, name, items, options)
+      : mapInItemLeg(opts, opts.item, name, items, fn, options);
   return { map };
+}
+
+/** The recorded size of the map, checked against this run's items (the determinism guard). */
+async function checkRecordedSize(
+  { step }: MapRunnerOptions,
+  name: string,
+  items: readonly unknown[],
+): Promise<void> {
+  if (!Array.isArray(items)) throw new TypeError(`ctx.map "${name}": items must be an array`);
+  if (items.length > MAX_MAP_ITEMS) {
+    throw new RangeError(`ctx.map "${name}": ${items.length} items, at most ${MAX_MAP_ITEMS}`);
+  }
+  const { items: count } = await step(mapStepName(name), () => ({ items: items.length }));
+  if (count !== items.length) {
+    throw new NonDeterminismError(
+      `ctx.map "${name}" was called with ${items.length} items where this task recorded ${count}: the items must come from steps or deterministic code`,
+    );
+  }
+}
+
+/**
+ * The map in its task's own leg: its results once every item is done, its first failure for good as the
+ * map's failure; otherwise its items are inserted and dispatched (up to `concurrency`) and the task parks.
+ */
+async function mapInTask<T, R>(
+  opts: MapRunnerOptions,
+  name: string,
+  items: readonly T[],
+  options: MapOptions = {},
+): Promise<R[]> {
+  const { db, task } = opts;
+  await checkRecordedSize(opts, name, items);
+  if (items.length === 0) return [];
+  const ref: MapRef = { parentTaskId: task.taskId, mapName: name };
+  const state = await readMapState(db, ref).catch(infra);
+  if (state.failed !== undefined) {
+    await cancelMapItems(db, ref).catch(infra);
+    const { index, failures, message } = state.failed;
+    throw new StepFailedError(`${name}[${index}]`, failures + 1, new Error(message));
+  }
+  if (state.total === items.length && state.completed === state.total) {
+    opts.status(mapProgress(name, state.completed, state.total));
+    return (await readMapResults(db, ref).catch(infra)) as R[];
+  }
+  opts.signal.throwIfAborted();
+  const concurrency = Math.min(
+    Math.max(1, Math.floor(options.concurrency ?? MAP_CONCURRENCY.default)),
+    MAP_CONCURRENCY.max,
+  );
+  await db
+    .transaction()
+    .execute(async (trx) => {
+      if (state.total < items.length) await insertMapItems(trx, task, name, items.length);
+      for (const id of await dispatchMapItems(trx, ref, concurrency)) await opts.queue.enqueueRun(trx, id);
+    })
+    .catch(infra);
+  await opts.flushStatus();
+  throw new TaskParkedSignal(
+    new Date(Date.now() + MAP_RECHECK_MS),
+    mapProgress(name, state.completed, items.length),
+    { map: name },
+  );
+}
+
+/** The map in an item's leg: its own map runs this item's function and ends the replay (MapItemDone). */
+async function mapInItemLeg<T, R>(
+  opts: MapRunnerOptions,
+  item: MapItemLeg,
+  name: string,
+  items: readonly T[],
+  fn: MapItemFn<T, R>,
+  options: MapOptions = {},
+): Promise<R[]> {
+  await checkRecordedSize(opts, name, items);
+  if (name !== item.mapName) return otherMapInItemLeg<R>(opts, name, items.length);
+  if (item.index >= items.length) {
+    throw new NonDeterminismError(`ctx.map "${name}" has no item ${item.index} any more`);
+  }
+  item.options = options;
+  const value = await callStep(
+    `${name}[${item.index}]`,
+    (signal) =>
+      fn(items[item.index]!, item.index, signal, { map: name, index: item.index, attempt: item.attempt }),
+    options.timeoutMs,
+    opts.signal,
+  );
+  throw new MapItemDone(value);
+}
+
+/**
+ * Another map of this handler, in an item's leg: one before this one finished before it was reached, and
+ * returns its results; one beside it (Promise.all) is not this leg's business: it never returns, and this
+ * item's replay ends at its own map.
+ */
+async function otherMapInItemLeg<R>(
+  { db, task }: MapRunnerOptions,
+  name: string,
+  size: number,
+): Promise<R[]> {
+  const ref: MapRef = { parentTaskId: task.taskId, mapName: name };
+  const state = await readMapState(db, ref).catch(infra);
+  if (state.total === size && state.completed === state.total) {
+    return (await readMapResults(db, ref).catch(infra)) as R[];
+  }
+  return new Promise<never>(() => {});
 }
