@@ -21,7 +21,7 @@ import { startTestIssuer, type TestIssuer } from '../helpers/oauth-issuer.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startTestProcess } from '../helpers/server-process.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { startNginx, type Nginx } from '../system/lib/nginx.ts';
+import { startNginx, type Nginx } from '../helpers/system/nginx.ts';
 import type { ServerProcess } from '../../src/process/start.ts';
 
 /**

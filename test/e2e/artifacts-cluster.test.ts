@@ -16,8 +16,8 @@ import { RawMcp } from '../helpers/mcp.ts';
 import { freePort } from '../helpers/ports.ts';
 import { FAST_ENV } from '../helpers/server-process.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { startNginx, type Nginx } from '../system/lib/nginx.ts';
-import { Processes, waitHttp, type ClusterProcess } from '../system/lib/processes.ts';
+import { startNginx, type Nginx } from '../helpers/system/nginx.ts';
+import { Processes, waitHttp, type ClusterProcess } from '../helpers/system/processes.ts';
 
 const MIB = 1_048_576;
 const DOWNLOAD_URL = 'dev.durable-mcp-tasks/downloadUrl';

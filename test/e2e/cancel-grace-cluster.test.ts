@@ -13,8 +13,8 @@ import { freePort } from '../helpers/ports.ts';
 import { sample, scrape } from '../helpers/prometheus.ts';
 import { FAST_ENV } from '../helpers/server-process.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { startNginx, type Nginx } from '../system/lib/nginx.ts';
-import { Processes, waitHttp } from '../system/lib/processes.ts';
+import { startNginx, type Nginx } from '../helpers/system/nginx.ts';
+import { Processes, waitHttp } from '../helpers/system/processes.ts';
 
 const GRACE_MS = 1_000;
 /** How long the uncooperative handler works before it returns its (late) result. */

@@ -14,7 +14,7 @@ import { CHROMIUM, launchChromium, signedInPage, textOf } from '../helpers/dashb
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { RawMcp } from '../helpers/mcp.ts';
 import { startTestProcess } from '../helpers/server-process.ts';
-import { startNginx, type Nginx } from '../system/lib/nginx.ts';
+import { startNginx, type Nginx } from '../helpers/system/nginx.ts';
 
 const TOKEN = 'dashboard-token-for-tests-0123';
 const SHOTS = path.resolve(import.meta.dirname, '../../test-output/dashboard');

@@ -15,7 +15,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { RawMcp } from '../helpers/mcp.ts';
 import { FAST_ENV, startTestProcess } from '../helpers/server-process.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { Processes, type ClusterProcess } from '../system/lib/processes.ts';
+import { Processes, type ClusterProcess } from '../helpers/system/processes.ts';
 
 let tdb: TestDatabase;
 let server: Awaited<ReturnType<typeof startTestProcess>>;

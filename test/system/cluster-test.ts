@@ -13,9 +13,9 @@
  *   CLUSTER_POOLER=pgbouncer node --import tsx test/system/cluster-test.ts   (through a real PgBouncer)
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CHAOS_ENV, startCluster, timedLog } from './cluster.ts';
-import { checkAllServing, firstSuccessfulGet } from './lib/probes.ts';
-import { Workload } from './lib/workload.ts';
+import { CHAOS_ENV, startCluster, timedLog } from '../helpers/system/cluster.ts';
+import { checkAllServing, firstSuccessfulGet } from '../helpers/system/probes.ts';
+import { Workload } from '../helpers/system/workload.ts';
 
 const log = timedLog();
 

@@ -10,7 +10,7 @@
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { ROOT, startCluster } from './cluster.ts';
+import { ROOT, startCluster } from '../helpers/system/cluster.ts';
 
 const cluster = await startCluster({
   name: 'conformance',

@@ -18,9 +18,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { createLogger } from '../../src/log.ts';
 import { migrateDatabase } from '../../src/migrate.ts';
-import { CHAOS_ENV, startCluster, timedLog } from './cluster.ts';
-import { checkAllServing } from './lib/probes.ts';
-import { Workload } from './lib/workload.ts';
+import { CHAOS_ENV, startCluster, timedLog } from '../helpers/system/cluster.ts';
+import { checkAllServing } from '../helpers/system/probes.ts';
+import { Workload } from '../helpers/system/workload.ts';
 
 const DB_POOL_MAX = 4;
 const QUEUE_POOL_MAX = 2;

@@ -10,9 +10,9 @@
  *   node --import tsx test/system/conn-killer-test.ts [kills]
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CHAOS_ENV, startCluster, timedLog } from './cluster.ts';
-import { checkAllServing } from './lib/probes.ts';
-import { Workload } from './lib/workload.ts';
+import { CHAOS_ENV, startCluster, timedLog } from '../helpers/system/cluster.ts';
+import { checkAllServing } from '../helpers/system/probes.ts';
+import { Workload } from '../helpers/system/workload.ts';
 
 const KILLS = Number(process.argv[2] ?? 200);
 const DEADLINE = Date.now() + 5 * 60_000;

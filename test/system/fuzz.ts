@@ -18,7 +18,7 @@ import { expectedAnalysis } from '../helpers/analysis.ts';
 import { ACCEPT, mcpHeaders, mcpRequest, readReply, TASK_CAPS } from '../helpers/mcp.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { assertWireValid } from '../helpers/wire-schema.ts';
-import { startCluster } from './cluster.ts';
+import { startCluster } from '../helpers/system/cluster.ts';
 
 const ADMIN =
   process.env.ADMIN_DATABASE_URL ??

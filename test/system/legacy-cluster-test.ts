@@ -15,7 +15,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { expectedAnalysis } from '../helpers/analysis.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { startCluster, timedLog } from './cluster.ts';
+import { startCluster, timedLog } from '../helpers/system/cluster.ts';
 
 const log = timedLog();
 

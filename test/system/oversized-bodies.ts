@@ -27,7 +27,7 @@ import {
   tally,
   type Outcome,
 } from '../helpers/oversized.ts';
-import { startCluster, type Cluster } from './cluster.ts';
+import { startCluster, type Cluster } from '../helpers/system/cluster.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,

@@ -27,8 +27,8 @@ import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
 import { extTasksPort } from '../helpers/ext-tasks.ts';
 import { freePort } from '../helpers/ports.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { ROOT, startCommand, type Command } from './cluster.ts';
-import { databaseOn } from './lib/database.ts';
+import { ROOT, startCommand, type Command } from '../helpers/system/cluster.ts';
+import { databaseOn } from '../helpers/system/database.ts';
 
 const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const work = mkdtempSync(path.join(tmpdir(), 'durable-mcp-tasks-package-'));

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from '../helpers/ports.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { ROOT, startCommand } from './cluster.ts';
+import { ROOT, startCommand } from '../helpers/system/cluster.ts';
 
 const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
 const block = /<!-- walkthrough -->\s*```sh\n([\s\S]*?)```/.exec(readme)?.[1];

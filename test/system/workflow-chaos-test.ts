@@ -47,9 +47,9 @@ import {
   readStarts,
   type BodyStart,
 } from '../helpers/workflow-tools.ts';
-import { CHAOS_ENV, startCluster, startNginx, timedLog } from './cluster.ts';
-import { checkAllServing } from './lib/probes.ts';
-import { Workload } from './lib/workload.ts';
+import { CHAOS_ENV, startCluster, startNginx, timedLog } from '../helpers/system/cluster.ts';
+import { checkAllServing } from '../helpers/system/probes.ts';
+import { Workload } from '../helpers/system/workload.ts';
 
 const log = timedLog();
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);

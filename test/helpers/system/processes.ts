@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { waitFor } from '../../helpers/wait.ts';
+import { waitFor } from '../wait.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '../../..');
 

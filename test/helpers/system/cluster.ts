@@ -4,20 +4,20 @@
  * nginx round-robin in front of the instances. Every process is a `ClusterProcess` that the test may
  * kill or restart; an exit the test did not cause is recorded in `unexpectedExits`.
  */
-import { freePort } from '../helpers/ports.ts';
+import { freePort } from '../ports.ts';
 import {
   openDatabase,
   poolerFromEnv,
   type DatabaseOptions,
   type Pooler,
   type SystemDatabase,
-} from './lib/database.ts';
-import { startNginx, type Nginx } from './lib/nginx.ts';
-import { Processes, waitHttp, type ClusterProcess, type UnexpectedExit } from './lib/processes.ts';
+} from './database.ts';
+import { startNginx, type Nginx } from './nginx.ts';
+import { Processes, waitHttp, type ClusterProcess, type UnexpectedExit } from './processes.ts';
 
-export { ClusterProcess, ROOT, startCommand, waitHttp, type Command } from './lib/processes.ts';
-export { startNginx, type Nginx } from './lib/nginx.ts';
-export type { SystemDatabase } from './lib/database.ts';
+export { ClusterProcess, ROOT, startCommand, waitHttp, type Command } from './processes.ts';
+export { startNginx, type Nginx } from './nginx.ts';
+export type { SystemDatabase } from './database.ts';
 
 export interface ClusterOptions {
   /** Names the temporary directory or database. */

@@ -12,12 +12,12 @@ import {
   withTasks,
 } from '@modelcontextprotocol/ext-tasks/client';
 import pg from 'pg';
-import { expectedAnalysis } from '../../helpers/analysis.ts';
-import { extTasksPort } from '../../helpers/ext-tasks.ts';
+import { expectedAnalysis } from '../analysis.ts';
+import { extTasksPort } from '../ext-tasks.ts';
 import { META_IDEMPOTENCY_KEY } from '../../../src/core/wire.ts';
 import { clientIdempotency } from '../../../src/tasks/store/idempotency.ts';
-import { postMcp, type RequestOptions, type RpcReply } from '../../helpers/mcp.ts';
-import { waitFor } from '../../helpers/wait.ts';
+import { postMcp, type RequestOptions, type RpcReply } from '../mcp.ts';
+import { waitFor } from '../wait.ts';
 
 const TERMINAL = ['completed', 'failed', 'cancelled'];
 

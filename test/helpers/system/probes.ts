@@ -1,6 +1,6 @@
-import { postMcp } from '../../helpers/mcp.ts';
-import { waitFor } from '../../helpers/wait.ts';
-import type { Cluster } from '../cluster.ts';
+import { postMcp } from '../mcp.ts';
+import { waitFor } from '../wait.ts';
+import type { Cluster } from './cluster.ts';
 import type { Workload } from './workload.ts';
 
 /**

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { freePort } from '../../helpers/ports.ts';
+import { freePort } from '../ports.ts';
 import { ROOT, waitHttp } from './processes.ts';
 
 export interface Nginx {

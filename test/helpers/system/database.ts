@@ -5,9 +5,9 @@ import path from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres, type RunningPostgres } from '../../../src/db/embedded.ts';
 import { createLogger } from '../../../src/log.ts';
-import { startPgBouncer } from '../../helpers/pgbouncer.ts';
-import { freePort } from '../../helpers/ports.ts';
-import { withDatabase } from '../../helpers/urls.ts';
+import { startPgBouncer } from '../pgbouncer.ts';
+import { freePort } from '../ports.ts';
+import { withDatabase } from '../urls.ts';
 
 export type Pooler = 'none' | 'pgbouncer';
 
