@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
@@ -7,23 +6,19 @@ import type { Logger } from '../log.ts';
 import type { InputRequests, JsonObject } from '../core/wire.ts';
 import { assertInputSupported } from '../tools/capabilities.ts';
 import type { ContextBackend } from '../tools/context.ts';
-import type { SignalHandle, SignalResult } from '../tools/define.ts';
-import { createSignal, readSignal } from '../tasks/store/signals.ts';
-import { setStatusMessage } from '../tasks/store/finish.ts';
 import { suspendForInput } from '../tasks/store/input.ts';
 import type { ClaimedTask } from '../tasks/store/lease.ts';
-import { signalStepName, type StepHistory, type StepRecord } from '../tasks/store/steps.ts';
+import type { StepHistory, StepRecord } from '../tasks/store/steps.ts';
 import type { TraceContext } from '../core/tracing.ts';
 import type { TaskQueue } from '../queue/task-queue.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { createArtifactWriter } from './attempt-artifacts.ts';
 import { createMapRunner, type MapItemLeg } from './attempt-map.ts';
+import { createAttemptSignals } from './attempt-signals.ts';
+import { silentStatus, throttledStatus, type AttemptStatus } from './attempt-status.ts';
 import { createStepRunner, sleepStepName } from './attempt-steps.ts';
-import { ReplayMissError } from './step-guard.ts';
 import { infra, TaskParkedSignal, TaskSuspendedSignal } from './leg-signals.ts';
-
-/** A wait with no deadline of its own looks again this often (its signal's delivery wakes it sooner). */
-export const PARKED_RECHECK_MS = 24 * 3_600_000;
+import { ReplayMissError } from './step-guard.ts';
 
 /**
  * Sleeps shorter than this wait in the slot (abortable): parking a task and waking it costs more than
@@ -67,31 +62,17 @@ export interface AttemptBackendOptions {
   log: Logger;
 }
 
-export type AttemptBackend = ContextBackend & {
-  /** Writes the waiting status message now. */
-  flush(): Promise<void>;
-  /** Takes the waiting status message instead of writing it (the caller writes it with its own update). */
-  takePending(): Promise<string | undefined>;
-};
+export type AttemptBackend = ContextBackend & Pick<AttemptStatus, 'flush' | 'takePending'>;
 
-/** What a handler's context does in a task's attempt on a worker: checkpointed steps, input through `input_required`. */
+/**
+ * What a handler's context does in a task's attempt on a worker: checkpointed steps, durable sleeps,
+ * signals (attempt-signals.ts), maps, artifacts, and input through `input_required`.
+ */
 export function createAttemptBackend(opts: AttemptBackendOptions): AttemptBackend {
-  const { db, task, steps, inputs, signal } = opts;
+  const { db, task, signal } = opts;
   const replayOnly = opts.mapItem !== undefined;
   const status = replayOnly ? silentStatus() : throttledStatus(opts);
-  const { step, patched, recorded } = createStepRunner({
-    db,
-    task,
-    history: steps,
-    signal,
-    trace: opts.trace,
-    draining: opts.draining,
-    saveStep: opts.saveStep,
-    maxSteps: opts.maxSteps,
-    maxStepBytes: opts.maxStepBytes,
-    flushStatus: status.flush,
-    replayOnly,
-  });
+  const { step, patched, recorded } = stepRunnerOf(opts, status, replayOnly);
   const artifact = createArtifactWriter({
     db,
     task,
@@ -125,135 +106,74 @@ export function createAttemptBackend(opts: AttemptBackendOptions): AttemptBacken
     patched,
     map,
     artifact,
-    async sleep(name: string, duration: number | Date): Promise<void> {
-      // The deadline is recorded once: a replay (after a crash, or at the wake-up) sleeps only what is left.
-      const wakeAt = await step(sleepStepName(name), () =>
-        new Date(typeof duration === 'number' ? Date.now() + duration : duration.getTime()).toISOString(),
-      );
-      const until = new Date(wakeAt);
-      const left = until.getTime() - Date.now();
-      // (A map item replays past a sleep its parent finished, whatever this worker's clock says.)
-      if (left <= 0 || replayOnly) return;
-      signal.throwIfAborted();
-      // (+1: a timer may fire up to a millisecond before Date.now() reaches its time.)
-      if (left < SLEEP_IN_SLOT_MS) return delay(left + 1, undefined, { signal });
-      await status.flush();
-      throw new TaskParkedSignal(until, `Sleeping until ${until.toISOString()}`);
-    },
-    async createSignal(name: string, { timeoutMs }: { timeoutMs?: number } = {}): Promise<SignalHandle> {
-      // Created once: a replay gets the same token back from the step.
-      const created = await step(signalStepName(name), async () => {
-        const token = randomBytes(24).toString('base64url');
-        const timeoutAt = await createSignal(db, {
-          taskId: task.taskId,
-          attempt: task.attempt,
-          name,
-          token,
-          timeoutMs,
-        }).catch(infra);
-        return { token, timeoutAt: timeoutAt?.toISOString() ?? null };
-      });
-      return {
-        name,
-        token: created.token,
-        url: opts.signalUrl(created.token),
-        timeoutAt: created.timeoutAt === null ? null : new Date(created.timeoutAt),
-      };
-    },
-    async waitForSignal(
-      handle: SignalHandle,
-      waitOpts: { statusMessage?: string } = {},
-    ): Promise<SignalResult> {
-      // Delivered before this leg began: read with the steps (see loadStepHistory).
-      if (steps.deliveredSignals.has(handle.name)) {
-        return { status: 'delivered', payload: steps.deliveredSignals.get(handle.name) };
-      }
-      const state = await readSignal(db, task.taskId, handle.name).catch(infra);
-      if (state === undefined)
-        throw new Error(`no signal ${handle.name} was created in this task (ctx.createSignal)`);
-      if (state.deliveredAt !== null) return { status: 'delivered', payload: state.payload };
-      if (state.timeoutAt !== null && state.timeoutAt <= state.now) return { status: 'timed_out' };
-      if (replayOnly) throw new ReplayMissError(`a wait for signal "${handle.name}"`);
-      signal.throwIfAborted();
-      await status.flush();
-      // Until the timeout (by this clock: the wake-up reads the database's again), or a daily look.
-      const recheck = Date.now() + PARKED_RECHECK_MS;
-      const until =
-        state.timeoutAt === null
-          ? recheck
-          : Math.min(recheck, Date.now() + (state.timeoutAt.getTime() - state.now.getTime()));
-      throw new TaskParkedSignal(
-        new Date(until),
-        waitOpts.statusMessage ?? `Waiting for signal ${handle.name}`,
-        { signal: handle.name },
-      );
-    },
-    async input(requests: InputRequests): Promise<Record<string, JsonObject>> {
-      assertInputSupported(requests, task.clientCapabilities);
-      const answered: Record<string, JsonObject> = {};
-      const missing: InputRequests = {};
-      for (const [key, request] of Object.entries(requests)) {
-        const response = inputs.get(key)?.response;
-        if (response === null || response === undefined) missing[key] = request;
-        else answered[key] = response as JsonObject;
-      }
-      if (Object.keys(missing).length === 0) return answered;
-      if (replayOnly) throw new ReplayMissError(`input ${Object.keys(missing).join(', ')}`);
-      await status.flush();
-      await suspendForInput(db, task.taskId, task.attempt, missing).catch(infra);
-      throw new TaskSuspendedSignal(task.taskId);
-    },
+    sleep: (name, duration) => durableSleep({ step, signal, status, replayOnly }, name, duration),
+    ...createAttemptSignals({ ...opts, step, status, replayOnly }),
+    input: (requests) => askForInput(opts, { status, replayOnly }, requests),
   };
 }
 
-/** A map item's replay: the parent's status messages are the parent's own legs' business. */
-function silentStatus() {
-  return {
-    set: () => {},
-    flush: () => Promise.resolve(),
-    takePending: () => Promise.resolve(undefined),
-  };
+/** The attempt's step runner; a task that parks in a step writes its waiting status message first. */
+function stepRunnerOf(opts: AttemptBackendOptions, status: AttemptStatus, replayOnly: boolean) {
+  return createStepRunner({
+    db: opts.db,
+    task: opts.task,
+    history: opts.steps,
+    signal: opts.signal,
+    trace: opts.trace,
+    draining: opts.draining,
+    saveStep: opts.saveStep,
+    maxSteps: opts.maxSteps,
+    maxStepBytes: opts.maxStepBytes,
+    flushStatus: status.flush,
+    replayOnly,
+  });
 }
 
-/** statusMessage writes at most once per `statusThrottleMs`; the latest message always lands. */
-function throttledStatus({ db, task, statusThrottleMs, log }: AttemptBackendOptions) {
-  let pending: string | undefined;
-  // The first message waits its turn too: a short task's only message is then written with its completion.
-  let lastWrite = Date.now();
-  let timer: NodeJS.Timeout | undefined;
-  let inFlight: Promise<void> = Promise.resolve();
+interface SleepDeps {
+  step: ContextBackend['step'];
+  signal: AbortSignal;
+  status: AttemptStatus;
+  replayOnly: boolean;
+}
 
-  const write = () => {
-    timer = undefined;
-    if (pending === undefined) return;
-    const message = pending;
-    pending = undefined;
-    lastWrite = Date.now();
-    inFlight = inFlight
-      .then(() => setStatusMessage(db, task.taskId, task.attempt, message))
-      .catch((err: unknown) => log.warn('statusMessage write failed', { error: String(err) }));
-  };
+/** ctx.sleep: a short sleep waits in the slot, a longer one parks the task until its deadline. */
+async function durableSleep(
+  { step, signal, status, replayOnly }: SleepDeps,
+  name: string,
+  duration: number | Date,
+): Promise<void> {
+  // The deadline is recorded once: a replay (after a crash, or at the wake-up) sleeps only what is left.
+  const wakeAt = await step(sleepStepName(name), () =>
+    new Date(typeof duration === 'number' ? Date.now() + duration : duration.getTime()).toISOString(),
+  );
+  const until = new Date(wakeAt);
+  const left = until.getTime() - Date.now();
+  // (A map item replays past a sleep its parent finished, whatever this worker's clock says.)
+  if (left <= 0 || replayOnly) return;
+  signal.throwIfAborted();
+  // (+1: a timer may fire up to a millisecond before Date.now() reaches its time.)
+  if (left < SLEEP_IN_SLOT_MS) return delay(left + 1, undefined, { signal });
+  await status.flush();
+  throw new TaskParkedSignal(until, `Sleeping until ${until.toISOString()}`);
+}
 
-  return {
-    set: (message: string) => {
-      pending = message;
-      if (timer !== undefined) return;
-      const wait = lastWrite + statusThrottleMs - Date.now();
-      if (wait <= 0) write();
-      else timer = setTimeout(write, wait);
-    },
-    flush: async () => {
-      if (timer !== undefined) clearTimeout(timer);
-      write();
-      await inFlight;
-    },
-    takePending: async () => {
-      if (timer !== undefined) clearTimeout(timer);
-      timer = undefined;
-      const message = pending;
-      pending = undefined;
-      await inFlight;
-      return message;
-    },
-  };
+/** ctx.input: the answers given so far; while any is missing, the task suspends (`input_required`). */
+async function askForInput(
+  { db, task, inputs }: AttemptBackendOptions,
+  { status, replayOnly }: { status: AttemptStatus; replayOnly: boolean },
+  requests: InputRequests,
+): Promise<Record<string, JsonObject>> {
+  assertInputSupported(requests, task.clientCapabilities);
+  const answered: Record<string, JsonObject> = {};
+  const missing: InputRequests = {};
+  for (const [key, request] of Object.entries(requests)) {
+    const response = inputs.get(key)?.response;
+    if (response === null || response === undefined) missing[key] = request;
+    else answered[key] = response as JsonObject;
+  }
+  if (Object.keys(missing).length === 0) return answered;
+  if (replayOnly) throw new ReplayMissError(`input ${Object.keys(missing).join(', ')}`);
+  await status.flush();
+  await suspendForInput(db, task.taskId, task.attempt, missing).catch(infra);
+  throw new TaskSuspendedSignal(task.taskId);
 }
