@@ -8,67 +8,56 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createDb, type Db } from '../../src/db/database.ts';
 import { exportRows } from '../../src/tools/shipped/export-csv.ts';
-import { databaseEnv } from '../helpers/database-env.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { throughPooler } from '../helpers/database-env.ts';
 import { RawMcp } from '../helpers/mcp.ts';
 import { freePort } from '../helpers/ports.ts';
 import { FAST_ENV } from '../helpers/server-process.ts';
+import { startCluster, type Cluster } from '../helpers/system/cluster.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { startNginx, type Nginx } from '../helpers/system/nginx.ts';
-import { Processes, waitHttp, type ClusterProcess } from '../helpers/system/processes.ts';
 
 const MIB = 1_048_576;
 const DOWNLOAD_URL = 'dev.durable-mcp-tasks/downloadUrl';
 const SHA256 = 'dev.durable-mcp-tasks/sha256';
 
-let tdb: TestDatabase;
-let procs: Processes;
-let nginx: Nginx;
+let cluster: Cluster;
+/** The cluster's database, for the test's own checks. */
+let db: Db;
 let mcp: RawMcp;
-const http: ClusterProcess[] = [];
-const workers: ClusterProcess[] = [];
-/** As `npm run server` / `npm run worker` and the image run them (see docs/operations.md). */
+/** As `npm run worker` and the image run it (see docs/operations.md). */
 const NODE_ARGS = ['--max-semi-space-size=8'];
 
 beforeAll(async () => {
-  tdb = await createTestDatabase();
   const nginxPort = await freePort();
-  const ports = [await freePort(), await freePort()];
-  procs = new Processes({
-    ...FAST_ENV,
-    ...databaseEnv(tdb.url),
-    LOG_LEVEL: 'warn',
-    // The links name the load balancer, as in a real deployment.
-    PUBLIC_URL: `http://127.0.0.1:${nginxPort}`,
-    LEASE_MS: '2000',
-    SWEEP_INTERVAL_MS: '300',
-    DB_POOL_MAX: '4',
-    QUEUE_POOL_MAX: '2',
+  cluster = await startCluster({
+    name: 'artifacts-cluster',
+    instances: 2,
+    workers: 1,
+    // A copy of the suite's migrated template on the test server, through PgBouncer when the suite is.
+    postgres: { server: inject('adminUrl'), template: inject('templateDb') },
+    pooler: throughPooler() ? 'pgbouncer' : 'none',
+    nginxPort,
+    workerNodeArgs: NODE_ARGS,
+    env: {
+      ...FAST_ENV,
+      LOG_LEVEL: 'warn',
+      // The links name the load balancer, as in a real deployment.
+      PUBLIC_URL: `http://127.0.0.1:${nginxPort}`,
+      LEASE_MS: '2000',
+      SWEEP_INTERVAL_MS: '300',
+      DB_POOL_MAX: '4',
+      QUEUE_POOL_MAX: '2',
+    },
   });
-  for (const [i, port] of ports.entries()) {
-    http.push(
-      procs.start(`http-${i + 1}`, {
-        args: ['src/main.ts', '--role=server'],
-        env: { PORT: String(port) },
-        port,
-      }),
-    );
-    await waitHttp(port);
-  }
-  workers.push(startWorker());
-  nginx = await startNginx(ports, nginxPort);
-  mcp = new RawMcp(nginx.url);
+  ({ db } = createDb({ connectionString: cluster.database.url, max: 4, applicationName: 'test' }));
+  mcp = new RawMcp(cluster.url);
 }, 120_000);
 afterAll(async () => {
-  await procs?.stopAll();
-  await nginx?.stop();
-  await tdb?.drop();
+  await db?.destroy();
+  await cluster?.stop();
 });
-
-const startWorker = () =>
-  procs.start(`worker-${workers.length + 1}`, { args: ['workers/main.ts'], nodeArgs: NODE_ARGS });
 
 /** A process's resident set, from /proc (bytes). */
 const rssOf = (pid: number) =>
@@ -100,7 +89,7 @@ async function runExport(megabytes: number, pageDelayMs = 0) {
 
 describe('artifacts behind nginx with two instances and a worker process', () => {
   it('a 200 MiB export: the worker’s RSS grows < 64 MiB, and the download through nginx, cut and resumed with Range, is byte-identical', async () => {
-    const worker = workers[0]!;
+    const worker = cluster.workers[0]!;
     await runExport(4); // the code paths warm, before the baseline
     const { value: task, growth } = await rssGrowth([worker.pid], () => runExport(200));
     console.log(`worker RSS growth during a 200 MiB artifact: ${(growth[0]! / MIB).toFixed(1)} MiB`);
@@ -110,11 +99,11 @@ describe('artifacts behind nginx with two instances and a worker process', () =>
     expect(link.uri).toBe(`tasks://${task.taskId}/artifacts/export.csv`);
     expect(link._meta[SHA256]).toBe(await exportSha256(200));
     const url = link._meta[DOWNLOAD_URL] as string;
-    expect(new URL(url).origin).toBe(new URL(nginx.url).origin);
+    expect(new URL(url).origin).toBe(new URL(cluster.nginx!.url).origin);
 
     const started = performance.now();
     const { value: sha, growth: serverGrowth } = await rssGrowth(
-      http.map((p) => p.pid),
+      cluster.http.map((p) => p.pid),
       () => cutAndResume(url, link.size, 80 * MIB),
     );
     const seconds = (performance.now() - started) / 1000;
@@ -126,7 +115,7 @@ describe('artifacts behind nginx with two instances and a worker process', () =>
     // Bounded well under the 200 MiB served: nothing holds the artifact whole. (What an instance grows by
     // is garbage from pg's socket buffers that V8 collects lazily; docs/performance.md has a 1 GiB run.)
     for (const g of serverGrowth) expect(g).toBeLessThan(128 * MIB);
-    expect(procs.unexpectedExits).toEqual([]);
+    expect(cluster.unexpectedExits).toEqual([]);
   }, 300_000);
 
   it('a worker SIGKILLed mid-artifact leaves no partial artifact readable; the next attempt writes it whole once', async () => {
@@ -136,14 +125,15 @@ describe('artifacts behind nginx with two instances and a worker process', () =>
       timeoutMs: 60_000,
       what: 'five chunks written',
     });
-    await workers[0]!.kill('SIGKILL');
+    await cluster.workers[0]!.kill('SIGKILL');
     // Nothing readable by any path while the first attempt's chunks are stored.
     expect(await chunksWritten(taskId)).toBeGreaterThanOrEqual(5);
     expect((await mcp.error('resources/read', { uri })).code).toBe(-32602);
     const path = `/mcp/artifacts/${taskId}/export.csv`;
-    expect((await fetch(new URL(path, nginx.url))).status).toBe(404);
+    expect((await fetch(new URL(path, cluster.url))).status).toBe(404);
 
-    workers.push(startWorker());
+    // A new worker process takes the task over (the same command, started again).
+    await cluster.workers[0]!.restart();
     const task = await mcp.waitForTask(taskId, undefined, 180_000);
     expect(task.status).toBe('completed');
     const link = task.result.content[1];
@@ -152,13 +142,13 @@ describe('artifacts behind nginx with two instances and a worker process', () =>
     const rows = await waitFor(
       async () => {
         const { rows } = await sql<{ state: string; attempt: number; chunks: number; size: string }>`
-        select state, attempt, chunks, size from task_artifacts where task_id = ${taskId}`.execute(tdb.db);
+        select state, attempt, chunks, size from task_artifacts where task_id = ${taskId}`.execute(db);
         return rows.length === 1 && rows;
       },
       { timeoutMs: 30_000, what: "the killed attempt's artifact swept" },
     );
     expect(rows[0]).toMatchObject({ state: 'complete', attempt: 2, chunks: Math.ceil(link.size / MIB) });
-    const res = await fetch(new URL(path, nginx.url));
+    const res = await fetch(new URL(path, cluster.url));
     const hash = createHash('sha256');
     for await (const part of res.body!) hash.update(part);
     expect(hash.digest('hex')).toBe(link._meta[SHA256]);
@@ -169,7 +159,7 @@ describe('artifacts behind nginx with two instances and a worker process', () =>
 async function chunksWritten(taskId: string): Promise<number> {
   const { rows } = await sql<{ n: string }>`
     select count(*) as n from task_artifact_chunks c join task_artifacts a using (artifact_id)
-    where a.task_id = ${taskId}`.execute(tdb.db);
+    where a.task_id = ${taskId}`.execute(db);
   return Number(rows[0]!.n);
 }
 

@@ -5,16 +5,15 @@
  * returns (20 s) and long before its lease (60 s) could lapse. The worker counts the leg as stuck until the
  * handler returns; its late result is discarded.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databaseEnv } from '../helpers/database-env.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createDb, type Db } from '../../src/db/database.ts';
+import { throughPooler } from '../helpers/database-env.ts';
 import { RawMcp } from '../helpers/mcp.ts';
 import { freePort } from '../helpers/ports.ts';
 import { sample, scrape } from '../helpers/prometheus.ts';
 import { FAST_ENV } from '../helpers/server-process.ts';
+import { startCluster, waitHttp, type Cluster } from '../helpers/system/cluster.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { startNginx, type Nginx } from '../helpers/system/nginx.ts';
-import { Processes, waitHttp } from '../helpers/system/processes.ts';
 
 const GRACE_MS = 1_000;
 /** How long the uncooperative handler works before it returns its (late) result. */
@@ -23,43 +22,41 @@ const HANDLER_SECONDS = 20;
 const BOUND_MS = GRACE_MS + 8_000;
 const TOOLS = ['--tools', 'test/helpers/cancel-tools.ts'];
 
-let tdb: TestDatabase;
-let procs: Processes;
-let nginx: Nginx;
+let cluster: Cluster;
+/** The cluster's database, for the test's own checks. */
+let db: Db;
 let mcp: RawMcp;
 let workerMetrics: string;
 
 beforeAll(async () => {
-  tdb = await createTestDatabase();
-  const ports = [await freePort(), await freePort()];
   const metricsPort = await freePort();
-  procs = new Processes({
-    ...FAST_ENV,
-    ...databaseEnv(tdb.url),
-    LOG_LEVEL: 'warn',
-    LEASE_MS: '60000',
-    CANCEL_GRACE_MS: String(GRACE_MS),
-    DB_POOL_MAX: '4',
-    QUEUE_POOL_MAX: '2',
+  cluster = await startCluster({
+    name: 'cancel-grace-cluster',
+    instances: 2,
+    workers: 1,
+    // A copy of the suite's migrated template on the test server, through PgBouncer when the suite is.
+    postgres: { server: inject('adminUrl'), template: inject('templateDb') },
+    pooler: throughPooler() ? 'pgbouncer' : 'none',
+    instance: ['src/main.ts', '--role=server', ...TOOLS],
+    worker: ['workers/main.ts', ...TOOLS],
+    workerEnv: { METRICS_PORT: String(metricsPort) },
+    env: {
+      ...FAST_ENV,
+      LOG_LEVEL: 'warn',
+      LEASE_MS: '60000',
+      CANCEL_GRACE_MS: String(GRACE_MS),
+      DB_POOL_MAX: '4',
+      QUEUE_POOL_MAX: '2',
+    },
   });
-  for (const [i, port] of ports.entries()) {
-    procs.start(`http-${i + 1}`, {
-      args: ['src/main.ts', '--role=server', ...TOOLS],
-      env: { PORT: String(port) },
-      port,
-    });
-    await waitHttp(port);
-  }
-  procs.start('worker', { args: ['workers/main.ts', ...TOOLS], env: { METRICS_PORT: String(metricsPort) } });
   workerMetrics = `http://127.0.0.1:${metricsPort}`;
   await waitHttp(metricsPort);
-  nginx = await startNginx(ports);
-  mcp = new RawMcp(nginx.url);
+  ({ db } = createDb({ connectionString: cluster.database.url, max: 4, applicationName: 'test' }));
+  mcp = new RawMcp(cluster.url);
 }, 120_000);
 afterAll(async () => {
-  await procs?.stopAll();
-  await nginx?.stop();
-  await tdb?.drop();
+  await db?.destroy();
+  await cluster?.stop();
 });
 
 const workerGauge = async (name: string, labels: Record<string, string> = {}) =>
@@ -77,7 +74,7 @@ describe('cancel through nginx with two instances and a worker process', () => {
     expect(task.status).toBe('cancelled');
     expect(task.statusMessage).toBe('Cancelled by request');
     // Both instances answered: the cancel and the polls took whichever nginx chose.
-    expect([...nginx.served().values()].every((n) => n > 0)).toBe(true);
+    expect([...cluster.nginx!.served().values()].every((n) => n > 0)).toBe(true);
 
     // The handler still runs, holding its slot, counted as stuck; then it returns and its result is dropped.
     await waitFor(async () => (await workerGauge('durable_mcp_worker_stuck_legs')) === 1, {
@@ -86,7 +83,7 @@ describe('cancel through nginx with two instances and a worker process', () => {
     expect(await workerGauge('durable_mcp_worker_slots_busy')).toBe(1);
     // While it runs, its worker keeps renewing the attempt's stuck mark (every 10 s).
     const mark = () =>
-      tdb.db
+      db
         .selectFrom('task_attempts')
         .select(['stuck_since', 'stuck_seen_at'])
         .where('task_id', '=', taskId as string)
@@ -104,7 +101,7 @@ describe('cancel through nginx with two instances and a worker process', () => {
     });
     const after = await mcp.getTask(taskId as string);
     expect(after).toMatchObject({ status: 'cancelled', statusMessage: 'Cancelled by request' });
-    const stored = await tdb.db
+    const stored = await db
       .selectFrom('tasks')
       .select(['status', 'result'])
       .where('task_id', '=', taskId as string)
@@ -115,6 +112,6 @@ describe('cancel through nginx with two instances and a worker process', () => {
     expect(
       await workerGauge('durable_mcp_tasks_finished_total', { tool: 'ignores_cancel', status: 'cancelled' }),
     ).toBe(1);
-    expect(procs.unexpectedExits).toEqual([]);
+    expect(cluster.unexpectedExits).toEqual([]);
   }, 90_000);
 });

@@ -1,7 +1,7 @@
 /**
- * The system tests' one cluster: a database (a private Postgres, or a fresh database on a server; with
- * or without PgBouncer), N HTTP instances and M worker processes of this repository's server, and real
- * nginx round-robin in front of the instances. Every process is a `ClusterProcess` that the test may
+ * The one cluster of the system tests and of the vitest files that need a deployment: a database (a
+ * private Postgres, or a fresh database on a server; with or without PgBouncer), N HTTP instances and M
+ * worker processes of this repository's server, and real nginx round-robin in front of the instances. Every process is a `ClusterProcess` that the test may
  * kill or restart; an exit the test did not cause is recorded in `unexpectedExits`.
  */
 import { freePort } from '../ports.ts';
@@ -30,6 +30,8 @@ export interface ClusterOptions {
   pooler?: Pooler;
   /** Real nginx in front of the instances (default true). */
   nginx?: boolean;
+  /** nginx's port, when the processes must know it before it starts (their PUBLIC_URL); default a free one. */
+  nginxPort?: number;
   /** Where the database lives: a private Postgres (default) or a fresh database on a server. */
   postgres?: DatabaseOptions['postgres'];
   /** Settings of the private Postgres (e.g. max_connections). */
@@ -45,8 +47,12 @@ export interface ClusterOptions {
   instance?: string[];
   /** A worker's script and arguments (default `workers/main.ts`). */
   worker?: string[];
+  /** Environment of the workers only, over `env` (e.g. METRICS_PORT, with one worker). */
+  workerEnv?: Record<string, string>;
   /** Node flags of every process (e.g. `--expose-gc`). */
   nodeArgs?: string[];
+  /** Node flags of the workers only, after `nodeArgs` (e.g. `--max-semi-space-size=8`, as `npm run worker`). */
+  workerNodeArgs?: string[];
 }
 
 export interface Cluster {
@@ -103,9 +109,15 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     }
     for (let i = 1; i < ports.length; i++) http.push(startHttp(i));
     for (let i = 0; i < (opts.workers ?? 2); i++)
-      workers.push(procs.start(`worker-${i + 1}`, { args: opts.worker ?? ['workers/main.ts'], nodeArgs }));
+      workers.push(
+        procs.start(`worker-${i + 1}`, {
+          args: opts.worker ?? ['workers/main.ts'],
+          env: opts.workerEnv ?? {},
+          nodeArgs: [...nodeArgs, ...(opts.workerNodeArgs ?? [])],
+        }),
+      );
     await Promise.all(ports.map((p) => waitHttp(p)));
-    if (opts.nginx ?? true) nginx = await startNginx(ports);
+    if (opts.nginx ?? true) nginx = await startNginx(ports, opts.nginxPort);
     return {
       url: nginx?.url ?? `http://127.0.0.1:${ports[0]}/mcp`,
       database,

@@ -30,9 +30,10 @@ export interface DatabaseOptions {
   name: string;
   /**
    * `'private'` (the default): an embedded Postgres of the test's own, which it may restart; or a fresh
-   * database created on the server at `server` (a maintenance database URL), dropped at stop.
+   * database created on the server at `server` (a maintenance database URL), dropped at stop: empty, or a
+   * copy of `template` (a vitest file's: the suite's migrated template database).
    */
-  postgres?: 'private' | { server: string };
+  postgres?: 'private' | { server: string; template?: string };
   /** Settings of the private Postgres (`-c name=value`), e.g. max_connections. */
   settings?: Record<string, string>;
   /** `pgbouncer`: a real PgBouncer in transaction mode between the processes and the database. */
@@ -41,12 +42,12 @@ export interface DatabaseOptions {
 
 /** Opens the test's database: a private Postgres or a fresh database on a server, with or without a pooler. */
 export async function openDatabase(opts: DatabaseOptions): Promise<SystemDatabase> {
-  const server =
-    opts.postgres === undefined || opts.postgres === 'private' ? undefined : opts.postgres.server;
+  const onServer = opts.postgres === undefined || opts.postgres === 'private' ? undefined : opts.postgres;
+  const server = onServer?.server;
   const db =
-    server === undefined
+    onServer === undefined
       ? await privatePostgres(opts.name, opts.settings)
-      : await databaseOn(server, opts.name);
+      : await databaseOn(onServer.server, opts.name, onServer.template);
   const pooled = await poolerFor(db.url, opts.pooler ?? 'none').catch(async (err: unknown) => {
     await db.stop();
     throw err;
@@ -100,13 +101,16 @@ async function privatePostgres(name: string, settings?: Record<string, string>):
   };
 }
 
-/** A fresh database on a running server, dropped (with its connections) at stop. */
-export async function databaseOn(adminUrl: string, name: string): Promise<Database> {
+/**
+ * A fresh database on a running server (empty, or a copy of `template`), dropped (with its connections) at
+ * stop; kept instead when KEEP_TEST_DB is set, for inspection, as the suite's own databases are.
+ */
+export async function databaseOn(adminUrl: string, name: string, template?: string): Promise<Database> {
   const database = `${name.replaceAll('-', '_')}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   try {
-    await admin.query(`create database ${database}`);
+    await admin.query(`create database ${database}${template === undefined ? '' : ` template ${template}`}`);
   } finally {
     await admin.end();
   }
@@ -114,6 +118,7 @@ export async function databaseOn(adminUrl: string, name: string): Promise<Databa
     url: withDatabase(adminUrl, database),
     restart: () => Promise.reject(new Error('only a private Postgres can be restarted')),
     async stop() {
+      if (process.env.KEEP_TEST_DB) return;
       const c = new pg.Client({ connectionString: adminUrl });
       await c.connect();
       try {
