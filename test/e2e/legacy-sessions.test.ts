@@ -14,6 +14,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startTestProcess } from '../helpers/server-process.ts';
 import { initializeRequest, legacyHeaders, readReply, type RpcReply } from '../helpers/mcp.ts';
 import { readSse } from '../helpers/sse.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 // A synchronous tool that needs the user: at 2025-11-25 the server asks the client itself, on the
 // call's stream, and the answer comes back as a separate POST (to any instance).
@@ -206,15 +207,14 @@ describe('the 2025-11-25 era on the same endpoint', () => {
       signal: abort.signal,
     });
     expect(res.headers.get('content-type')).toContain('text/event-stream');
-    const reader = res.body!.getReader();
-    let head = '';
-    while (!head.includes('\n\n')) head += new TextDecoder().decode((await reader.read()).value);
-    const primed = /^id: (\S+)\nretry: \d+\n/.exec(head);
-    expect(primed).not.toBeNull();
+    const stream = readSse(res, abort);
+    // The first event primes the stream: an id to resume from and a retry interval.
+    const primed = await waitFor(() => stream.events[0], { what: 'the priming event' });
+    expect(primed).toMatchObject({ id: expect.stringMatching(/^\S+$/), retry: expect.any(Number) });
     // The client drops the stream; the call goes on, and the other instance replays its answer.
-    abort.abort();
+    stream.close();
     const resumed = await fetch(b.url, {
-      headers: { ...headers, accept: 'text/event-stream', 'last-event-id': primed![1]! },
+      headers: { ...headers, accept: 'text/event-stream', 'last-event-id': primed.id! },
     });
     expect(resumed.status).toBe(200);
     const final = await readSse(resumed).next(10_000);

@@ -4,7 +4,7 @@ import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedAnalysis } from '../helpers/analysis.ts';
-import { RawMcp } from '../helpers/mcp.ts';
+import { legacyHeaders, RawMcp, readReply } from '../helpers/mcp.ts';
 import { useTestServer } from '../helpers/server-process.ts';
 
 // 2025-11-25 tasks, driven by the client most hosts run: @modelcontextprotocol/sdk 1.x.
@@ -34,21 +34,12 @@ afterAll(async () => {
 async function sendInSession(message: Record<string, unknown>) {
   const res = await fetch(server.rt.url, {
     method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-session-id': transport.sessionId!,
-      'mcp-protocol-version': '2025-11-25',
-    },
+    headers: legacyHeaders({ sessionId: transport.sessionId! }),
     body: JSON.stringify({ jsonrpc: '2.0', ...message }),
   });
-  const text = await res.text();
-  // A JSON answer, the one message of an SSE answer, or none (202).
-  const json = text.startsWith('{') ? text : (/^data: (.*)$/m.exec(text)?.[1] ?? 'null');
-  return {
-    status: res.status,
-    reply: JSON.parse(json) as { error?: { code: number; message: string } } | null,
-  };
+  // A JSON answer, the message of an SSE answer, or none (202: readReply's body is then `{}`).
+  const { status, body } = await readReply(res);
+  return { status, reply: body as { error?: { code: number; message: string } } };
 }
 
 /** One request in the client's session. */

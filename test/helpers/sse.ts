@@ -3,10 +3,11 @@
  * events as chunks arrive, `sseMessages` reads a whole body, `readSse` a live response.
  */
 
-/** One server-sent event: its id (a resume point) and its data lines, joined by a newline. */
+/** One server-sent event: its id (a resume point), its retry (ms), and its data lines, joined by a newline. */
 export interface SseEvent {
   id?: string;
   event?: string;
+  retry?: number;
   data: string;
 }
 
@@ -43,6 +44,7 @@ export class SseParser {
     const data: string[] = [];
     let id: string | undefined;
     let type: string | undefined;
+    let retry: number | undefined;
     for (const line of block.split('\n')) {
       if (line.startsWith(':')) {
         this.comments++;
@@ -55,11 +57,13 @@ export class SseParser {
       if (field === 'data') data.push(value);
       else if (field === 'id') id = value;
       else if (field === 'event') type = value;
+      else if (field === 'retry' && /^\d+$/.test(value)) retry = Number(value);
     }
     if (data.length === 0 && id === undefined) return undefined;
     return {
       ...(id === undefined ? {} : { id }),
       ...(type === undefined ? {} : { event: type }),
+      ...(retry === undefined ? {} : { retry }),
       data: data.join('\n'),
     };
   }
