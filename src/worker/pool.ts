@@ -89,6 +89,15 @@ export interface WorkerPool {
   stop(): Promise<void>;
 }
 
+/** What the pool's parts share: its worker id, lease length, running attempts, slots and scoped log. */
+interface PoolCore {
+  workerId: string;
+  leaseMs: number;
+  running: RunningAttempts;
+  slots: Slots;
+  log: Logger;
+}
+
 /**
  * The worker pool: takes runs from the queue into its slots (fetch-loop.ts), hands each claimed task to
  * its legs (slot-work.ts, leg.ts), keeps the running attempts' leases and stops those whose task was
@@ -101,16 +110,13 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
   const running: RunningAttempts = new Map();
   const slots = new Slots(opts.concurrency ?? 32, opts.reservedSlots);
   opts.metrics?.addWorkerSlots(() => slots.concurrency - slots.free);
+  const core: PoolCore = { workerId, leaseMs, running, slots, log };
   const work = new Set<Promise<unknown>>();
   const track = (w: Promise<unknown>) => {
     work.add(w);
     void w.finally(() => work.delete(w));
   };
-  const { runLegs, settleUnclaimed } = createSlotWork(
-    legDepsOf(opts, { workerId, leaseMs, running, slots, log }),
-    slots,
-    track,
-  );
+  const { runLegs, settleUnclaimed } = createSlotWork(legDepsOf(opts, core), slots, track);
   const loop = runFetchLoop({
     boss: opts.boss,
     slots,
@@ -122,9 +128,9 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     track,
     log,
   });
-  const leases = leaseKeeperOf(opts, { workerId, leaseMs, running, log });
+  const leases = leaseKeeperOf(opts, core);
   const offFeed = wakeOnFeed(opts.feed, { slots, running, leases });
-  const sweeper = sweeperOf(opts, slots, log);
+  const sweeper = sweeperOf(opts, core);
   return {
     workerId,
     running,
@@ -142,7 +148,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
   };
 }
 
-/** Claims a fetched batch's tasks; a task delivered twice in one batch is claimed for its first delivery only. */
+/** Claims a fetched batch's tasks; a task delivered twice in it is claimed for its first delivery only. */
 async function claimDeliveries(
   db: Kysely<Database>,
   taskIds: readonly string[],
@@ -212,15 +218,7 @@ async function handBackAfterGrace(
 }
 
 /** The pool's lease keeper, with its stuck legs counted in the metrics. */
-function leaseKeeperOf(
-  opts: WorkerPoolOptions,
-  {
-    workerId,
-    leaseMs,
-    running,
-    log,
-  }: { workerId: string; leaseMs: number; running: RunningAttempts; log: Logger },
-): LeaseKeeper {
+function leaseKeeperOf(opts: WorkerPoolOptions, { workerId, leaseMs, running, log }: PoolCore): LeaseKeeper {
   const leases = startLeaseKeeper({
     db: opts.db,
     workerId,
@@ -236,7 +234,7 @@ function leaseKeeperOf(
 }
 
 /** The pool's sweeper; it redelivers only while the pool is idle. */
-function sweeperOf(opts: WorkerPoolOptions, slots: Slots, log: Logger) {
+function sweeperOf(opts: WorkerPoolOptions, { slots, log }: PoolCore) {
   return createSweeper({
     db: opts.db,
     queue: opts.queue,
@@ -252,16 +250,7 @@ function sweeperOf(opts: WorkerPoolOptions, slots: Slots, log: Logger) {
 }
 
 /** What every leg of this pool runs with: the pool's settings, its slots, and its batched writes. */
-function legDepsOf(
-  opts: WorkerPoolOptions,
-  {
-    workerId,
-    leaseMs,
-    running,
-    slots,
-    log,
-  }: { workerId: string; leaseMs: number; running: RunningAttempts; slots: Slots; log: Logger },
-): LegDeps {
+function legDepsOf(opts: WorkerPoolOptions, { workerId, leaseMs, running, slots, log }: PoolCore): LegDeps {
   return {
     db: opts.db,
     tools: opts.tools,

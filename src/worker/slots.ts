@@ -1,10 +1,11 @@
 /**
  * How many task legs this worker runs at once, and when its fetch loop looks at the queue.
  *
- * A slot is taken for each leg (fetched from the queue, or started here by a create: see `startHere`
- * in pool.ts) and given back when the leg ends. The loop looks at the queue at once when poked (a
- * NOTIFY for a new run, a freed slot while runs wait, a scheduled wake-up) and otherwise after its idle
- * interval, the backstop for a lost wake-up.
+ * A slot is taken for each delivery fetched from the queue, and for each task a create starts here (see
+ * `startHere` in pool.ts); it is given back when what it holds ends (slot-work.ts): the task's leg and
+ * the legs it hands on, or the settling of a delivery that was not claimed. The loop looks at the queue
+ * at once when poked (a NOTIFY for a new run, a freed slot while runs wait, a scheduled wake-up) and
+ * otherwise after its idle interval, the backstop for a lost wake-up.
  */
 export class Slots {
   readonly concurrency: number;
