@@ -1,24 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb } from '../../src/db/database.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { admin, createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 // A role whose connection limit is below the pool's max: the same refusal (53300) as max_connections.
 const ROLE = `mcp_limited_${randomBytes(4).toString('hex')}`;
 const PASSWORD = randomBytes(12).toString('hex');
 let tdb: TestDatabase;
-
-async function admin(query: string): Promise<void> {
-  const c = new pg.Client({ connectionString: inject('adminUrl') });
-  await c.connect();
-  try {
-    await c.query(query);
-  } finally {
-    await c.end();
-  }
-}
 
 beforeAll(async () => {
   tdb = await createTestDatabase();

@@ -3,27 +3,17 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { FileMigrationProvider, Migrator, NO_MIGRATIONS } from 'kysely/migration';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import * as endAttempts from '../../migrations/20261209000000_end_attempts_of_finished_tasks.ts';
 import { createDb } from '../../src/db/database.ts';
 import { migrateToLatest, MIGRATIONS_DIR } from '../../src/db/migrate.ts';
 import { createBoss, ensureRunQueue, RUN_QUEUE } from '../../src/queue/boss.ts';
+import { admin } from '../helpers/db.ts';
 import { withDatabase } from '../helpers/urls.ts';
 
 const name = `mcp_test_empty_${randomBytes(4).toString('hex')}`;
 let url: string;
-
-async function admin(query: string) {
-  const c = new pg.Client({ connectionString: inject('adminUrl') });
-  await c.connect();
-  try {
-    await c.query(query);
-  } finally {
-    await c.end();
-  }
-}
 
 beforeAll(async () => {
   await admin(`create database ${name}`);

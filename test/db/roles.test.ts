@@ -8,6 +8,7 @@ import { migrateDatabase } from '../../src/migrate.ts';
 import type { ServerProcess } from '../../src/process/start.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { allowPoolerUser } from '../helpers/database-env.ts';
+import { admin } from '../helpers/db.ts';
 import { RawMcp } from '../helpers/mcp.ts';
 import { startTestProcess } from '../helpers/server-process.ts';
 import { TEST_TOOLS } from '../helpers/test-tools.ts';
@@ -26,16 +27,6 @@ const asRole = (role: string, database = DB) => {
   u.password = PASSWORD;
   return u.toString();
 };
-
-async function admin(query: string): Promise<void> {
-  const c = new pg.Client({ connectionString: inject('adminUrl') });
-  await c.connect();
-  try {
-    await c.query(query);
-  } finally {
-    await c.end();
-  }
-}
 
 /** Runs one statement as `role` and returns its SQLSTATE, or 'ok'. */
 async function tryAs(role: string, statement: string): Promise<string> {

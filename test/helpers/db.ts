@@ -14,6 +14,20 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+/**
+ * Runs one statement on the test server's maintenance database (CREATE or DROP of a database or role), on
+ * a client of its own.
+ */
+export async function admin(query: string): Promise<void> {
+  const c = new pg.Client({ connectionString: inject('adminUrl') });
+  await c.connect();
+  try {
+    await c.query(query);
+  } finally {
+    await c.end();
+  }
+}
+
 /** A fresh database cloned from the migrated template: real Postgres, real schema, no mocks. */
 export async function createTestDatabase(): Promise<TestDatabase> {
   const adminUrl = inject('adminUrl');
