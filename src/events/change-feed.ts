@@ -4,7 +4,7 @@ import { coerceError, type Logger } from '../log.ts';
 
 /**
  * The core's channels Postgres NOTIFYs on: task rows (by trigger), runs, list changes and resource
- * updates. A protocol era may add its own (the feed listens on whatever it is given).
+ * updates. A protocol revision may add its own (the feed listens on whatever it is given).
  */
 export const CHANNELS = {
   task: 'mcp_task_changes',

@@ -49,15 +49,15 @@ export interface RevisionParts {
 export function revisionTransports(
   parts: RevisionParts,
 ): (binding: RevisionBinding) => readonly [RevisionTransport, ...RevisionTransport[]] {
-  const sessionEra = sessionEraParts(parts);
+  const rev2025 = rev2025Parts(parts);
   return (binding) => [
     createTransport({ ...binding, dispatcher: parts.dispatcher }),
-    createSessionTransport({ ...binding, ...sessionEra, otherVersions: SUPPORTED_VERSIONS }),
+    createSessionTransport({ ...binding, ...rev2025, otherVersions: SUPPORTED_VERSIONS }),
   ];
 }
 
-/** The 2025-11-25 era's own parts: its sessions, and what one principal may hold open of them. */
-function sessionEraParts({ config, db, feed, deps, dispatcher, servingListeners }: RevisionParts) {
+/** The 2025-11-25 revision's own parts: its sessions, and what one principal may hold open of them. */
+function rev2025Parts({ config, db, feed, deps, dispatcher, servingListeners }: RevisionParts) {
   const sessions = new SessionService(db, {
     idleTtlMs: config.SESSION_IDLE_TTL_MS,
     feed,

@@ -3,7 +3,7 @@ import { META_CLIENT_CAPABILITIES, type InputRequests, type JsonObject } from '.
 import type { RequestContext } from '../protocol/context.ts';
 import { handlerContext, withRequestSignal, type SessionRequest } from './request.ts';
 import { ask } from './server-requests.ts';
-import { legacyTask, toLegacyResult } from './shapes.ts';
+import { rev2025Task, toRev2025Result } from './shapes.ts';
 
 /** MRTR rounds a call may take before it is refused: a handler asking forever is a bug. */
 const MAX_ROUNDS = 32;
@@ -15,8 +15,8 @@ const MAX_ROUNDS = 32;
  * stops on shutdown or the client's notifications/cancelled.
  */
 export async function toolsCall(req: SessionRequest): Promise<JsonObject> {
-  const { era, session, params } = req;
-  const policy = era.tools.get(typeof params.name === 'string' ? params.name : '').taskSupport ?? 'never';
+  const { rev, session, params } = req;
+  const policy = rev.tools.get(typeof params.name === 'string' ? params.name : '').taskSupport ?? 'never';
   const { task, ...call } = params;
   const augmented = task !== null && typeof task === 'object' && session.protocolVersion === '2025-11-25';
   if (augmented && policy === 'never') {
@@ -43,11 +43,11 @@ export async function toolsCall(req: SessionRequest): Promise<JsonObject> {
 async function createTask(req: SessionRequest, call: JsonObject, signal: AbortSignal): Promise<JsonObject> {
   const ctx = handlerContext(req, { params: call, signal });
   const caps = { ...req.session.clientCapabilities, extensions: { [TASKS_EXTENSION]: {} } };
-  const created = await req.era.dispatcher.dispatch({
+  const created = await req.rev.dispatcher.dispatch({
     ...ctx,
     meta: { ...ctx.meta, [META_CLIENT_CAPABILITIES]: caps },
   });
-  return { task: legacyTask(created) };
+  return { task: rev2025Task(created) };
 }
 
 /**
@@ -62,7 +62,7 @@ async function runWithServerRequests(
   call: JsonObject,
   signal: AbortSignal,
 ): Promise<JsonObject> {
-  const { era, session, stream } = req;
+  const { rev, session, stream } = req;
   // A task-optional tool must not become a task because the session declared the extension.
   const { [TASKS_EXTENSION]: _tasks, ...extensions } = session.clientCapabilities.extensions ?? {};
   const caps = { ...session.clientCapabilities, extensions };
@@ -83,8 +83,8 @@ async function runWithServerRequests(
   const base = { ...ctx, meta: { ...ctx.meta, [META_CLIENT_CAPABILITIES]: caps } };
   let params = call;
   for (let round = 0; round < MAX_ROUNDS; round++) {
-    const result = await era.dispatcher.dispatch({ ...base, params });
-    if (result.resultType !== 'input_required') return toLegacyResult(result);
+    const result = await rev.dispatcher.dispatch({ ...base, params });
+    if (result.resultType !== 'input_required') return toRev2025Result(result);
     if (stream === undefined) {
       throw new ProtocolError(
         ProtocolErrorCode.InvalidRequest,
@@ -92,7 +92,7 @@ async function runWithServerRequests(
       );
     }
     const answers = await ask(
-      { era, sessionId: session.sessionId, stream, signal },
+      { rev, sessionId: session.sessionId, stream, signal },
       result.inputRequests as InputRequests,
     );
     params = { ...call, inputResponses: answers, requestState: result.requestState };

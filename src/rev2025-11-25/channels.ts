@@ -1,5 +1,5 @@
 /**
- * The NOTIFY channels of the 2025-11-25 era, beside the core's (src/events/change-feed.ts): the
+ * The NOTIFY channels of the 2025-11-25 revision, beside the core's (src/events/change-feed.ts): the
  * composition root has the process's one LISTEN connection listen on both.
  */
 export const SESSION_CHANNELS = {

@@ -3,7 +3,7 @@ import { SESSION_CHANNELS } from './channels.ts';
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import type { Session } from './sessions/store.ts';
-import type { SessionEraOptions } from './options.ts';
+import type { Rev2025Options } from './options.ts';
 import { quotaRefusal, rpcError, SESSION_HEADER } from './wire.ts';
 import { SessionStream, SSE_HEADERS } from './sse.ts';
 import { deliverTaskInput } from './task-input.ts';
@@ -12,7 +12,7 @@ import type { TaskView } from '../tasks/store/view.ts';
 
 /** The session a GET or DELETE names, or the response that refuses it (400 without, 404 unknown). */
 async function sessionOf(
-  o: SessionEraOptions,
+  o: Rev2025Options,
   c: Context,
 ): Promise<{ session: Session } | { refused: Response }> {
   const sessionId = c.req.header(SESSION_HEADER);
@@ -25,7 +25,7 @@ async function sessionOf(
 }
 
 /** DELETE /mcp: the client ends its session; every instance answers 404 for it from then on. */
-export function sessionDelete(o: SessionEraOptions) {
+export function sessionDelete(o: Rev2025Options) {
   return async (c: Context): Promise<Response> => {
     const found = await sessionOf(o, c);
     if ('refused' in found) return found.refused;
@@ -40,7 +40,7 @@ export function sessionDelete(o: SessionEraOptions) {
  * the session's own stream for notifications that belong to no request (list changes, updates of
  * subscribed resources). Either ends when the session ends.
  */
-export function sessionGet(o: SessionEraOptions) {
+export function sessionGet(o: Rev2025Options) {
   return async (c: Context): Promise<Response> => {
     if (!(c.req.header('accept') ?? '').includes('text/event-stream')) {
       return c.json(rpcError(null, -32000, 'Not Acceptable: the client must accept text/event-stream'), 406);
@@ -68,12 +68,7 @@ export function sessionGet(o: SessionEraOptions) {
 }
 
 /** Sets up what ends a session stream: the client leaving, the session ending, shutdown. */
-function lifetime(
-  o: SessionEraOptions,
-  session: Session,
-  stream: SessionStream,
-  extra: Array<() => void> = [],
-) {
+function lifetime(o: Rev2025Options, session: Session, stream: SessionStream, extra: Array<() => void> = []) {
   const keepAlive = setInterval(() => stream.keepAlive(), o.keepAliveMs ?? 15_000);
   const offs: Array<() => void> = [...extra];
   const end = () => {
@@ -93,7 +88,7 @@ function lifetime(
 }
 
 function resume(
-  o: SessionEraOptions,
+  o: Rev2025Options,
   session: Session,
   { streamId, after, release }: { streamId: string; after: string; release: () => void },
 ): Response {
@@ -138,14 +133,14 @@ function resume(
  * created, their status notifications and the input requests no other stream sent (see task-input.ts),
  * those waiting when the stream opens included.
  */
-function standalone(o: SessionEraOptions, session: Session, release: () => void): Response {
+function standalone(o: Rev2025Options, session: Session, release: () => void): Response {
   const streamId = `get-${randomBytes(9).toString('base64url')}`;
   const stream = new SessionStream(o.sessions, session.sessionId, streamId);
   const warn = (err: unknown) => o.log.warn('stream write failed', { error: String(err) });
   const send = (method: string, params?: object) =>
     void stream.send({ jsonrpc: '2.0', method, ...(params === undefined ? {} : { params }) }).catch(warn);
   const hasTasks = session.protocolVersion === '2025-11-25';
-  const channel = { era: o, session, stream, streamId };
+  const channel = { rev: o, session, stream, streamId };
   // One task at a time, in order: a status notification goes out before the requests it announces.
   let taskUpdates = Promise.resolve();
   const onTask = (read: () => Promise<TaskView[]>) => {

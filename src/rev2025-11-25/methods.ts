@@ -5,10 +5,10 @@ import { isUnreachable } from '../db/wait.ts';
 import { LOG_LEVELS, type JsonObject } from '../core/wire.ts';
 import { toolsCall } from './call.ts';
 import { handlerContext, withRequestSignal, type SessionRequest } from './request.ts';
-import { legacyTools, toLegacyResult, type LegacyVersion } from './shapes.ts';
+import { rev2025Tools, toRev2025Result, type Rev2025Version } from './shapes.ts';
 import { tasksCancel, tasksGet, tasksList, tasksResult } from './tasks.ts';
 
-/** Methods whose 2026-07-28 handlers serve the session era too, their results reshaped. */
+/** Methods whose 2026-07-28 handlers serve the 2025-11-25 revision too, their results reshaped. */
 const SHARED = new Set([
   'resources/list',
   'resources/templates/list',
@@ -18,26 +18,26 @@ const SHARED = new Set([
   'completion/complete',
 ]);
 
-/** The methods of the session era that are its own (the rest are SHARED with 2026-07-28). */
+/** The methods of the 2025-11-25 revision that are its own (the rest are SHARED with 2026-07-28). */
 const METHODS: Record<string, (req: SessionRequest) => Promise<JsonObject>> = {
   ping: async () => ({}),
-  'logging/setLevel': async ({ era, session, params }) => {
+  'logging/setLevel': async ({ rev, session, params }) => {
     if (!(LOG_LEVELS as readonly unknown[]).includes(params.level)) {
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid params: unknown log level');
     }
-    await era.sessions.setLogLevel(session.sessionId, params.level as string);
+    await rev.sessions.setLogLevel(session.sessionId, params.level as string);
     return {};
   },
-  'resources/subscribe': resourcesOnly(async ({ era, session, params }) => {
-    await era.sessions.subscribe(session.sessionId, uriOf(params));
+  'resources/subscribe': resourcesOnly(async ({ rev, session, params }) => {
+    await rev.sessions.subscribe(session.sessionId, uriOf(params));
     return {};
   }),
-  'resources/unsubscribe': resourcesOnly(async ({ era, session, params }) => {
-    await era.sessions.unsubscribe(session.sessionId, uriOf(params));
+  'resources/unsubscribe': resourcesOnly(async ({ rev, session, params }) => {
+    await rev.sessions.unsubscribe(session.sessionId, uriOf(params));
     return {};
   }),
-  'tools/list': async ({ era, session }) => ({
-    tools: legacyTools(era.tools, session.protocolVersion as LegacyVersion),
+  'tools/list': async ({ rev, session }) => ({
+    tools: rev2025Tools(rev.tools, session.protocolVersion as Rev2025Version),
   }),
   'tools/call': toolsCall,
   'tasks/get': tasksOnly(tasksGet),
@@ -65,7 +65,7 @@ function uriOf(params: JsonObject): string {
 /** A server without resources has no resources/subscribe: -32601, nothing stored. */
 function resourcesOnly(method: (req: SessionRequest) => Promise<JsonObject>) {
   return (req: SessionRequest) => {
-    if (!req.era.serves.resources) {
+    if (!req.rev.serves.resources) {
       throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Method not found: ${req.method}`);
     }
     return method(req);
@@ -84,22 +84,22 @@ function tasksOnly(method: (req: SessionRequest) => Promise<JsonObject>) {
 
 /** The JSON-RPC response to one request of a session (an error response for a failure). */
 export async function answer(req: SessionRequest): Promise<object> {
-  const { era, id, method } = req;
+  const { rev, id, method } = req;
   try {
     const own = Object.hasOwn(METHODS, method) ? METHODS[method] : undefined;
     if (own !== undefined) return { jsonrpc: '2.0', id, result: await own(req) };
-    if (!SHARED.has(method) || !era.dispatcher.has(method)) {
+    if (!SHARED.has(method) || !rev.dispatcher.has(method)) {
       throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Method not found: ${method}`);
     }
-    const result = await era.dispatcher.dispatch(handlerContext(req));
-    return { jsonrpc: '2.0', id, result: toLegacyResult(result) };
+    const result = await rev.dispatcher.dispatch(handlerContext(req));
+    return { jsonrpc: '2.0', id, result: toRev2025Result(result) };
   } catch (err) {
     if (isUnreachable(err)) {
-      era.log.warn('database unavailable', { method, error: String(err) });
+      rev.log.warn('database unavailable', { method, error: String(err) });
       return { jsonrpc: '2.0', id, error: databaseUnavailableError().toJSON() };
     }
     const error = toProtocolError(err, (cause) =>
-      era.log.error('request failed', { method, error: String(cause), stack: (cause as Error).stack }),
+      rev.log.error('request failed', { method, error: String(cause), stack: (cause as Error).stack }),
     );
     return { jsonrpc: '2.0', id, error: error.toJSON() };
   }

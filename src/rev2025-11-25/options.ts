@@ -12,8 +12,8 @@ import type { TaskService } from '../tasks/service.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { SessionService } from './sessions/service.ts';
 
-/** What the 2025-11-25 era needs: the shared method table, the task service, its sessions, the feed. */
-export interface SessionEraOptions {
+/** What the 2025-11-25 revision needs: the shared method table, the task service, its sessions, the feed. */
+export interface Rev2025Options {
   db: Kysely<Database>;
   dispatcher: Dispatcher;
   sessions: SessionService;
@@ -27,7 +27,7 @@ export interface SessionEraOptions {
   shutdown: AbortSignal;
   principalOf: (c: Context) => string;
   log: Logger;
-  /** The versions the server's other revisions speak: listed to a client that names one this era does not. */
+  /** The versions the server's other revisions speak: listed to a client that names one this revision does not. */
   otherVersions: readonly string[];
   /**
    * Whether a principal names one requestor (bearer or OAuth). When not (AUTH_MODE=none: every client is

@@ -2,11 +2,11 @@ import type { Context } from 'hono';
 import { ProtocolErrorCode } from '../core/errors.ts';
 import { isStorable, jsonBytes } from '../core/limits.ts';
 import type { ClientCapabilities, JsonObject, RequestId } from '../core/wire.ts';
-import type { SessionEraOptions } from './options.ts';
+import type { Rev2025Options } from './options.ts';
 import { respond } from './respond.ts';
 import { SERVER_REQUEST_ID_PREFIX } from './server-requests.ts';
 import { answerTaskInput, parseTaskInputRequestId } from './task-input.ts';
-import { LEGACY_VERSIONS, legacyCapabilities, negotiateVersion } from './shapes.ts';
+import { REV2025_VERSIONS, rev2025Capabilities, negotiateVersion } from './shapes.ts';
 import type { Session } from './sessions/store.ts';
 import { isRequestId, quotaRefusal, rpcError, SESSION_HEADER } from './wire.ts';
 
@@ -25,7 +25,7 @@ type Message = {
  * answers to server requests get 202; requests are answered by `respond` (JSON, or an SSE stream when
  * the server has to talk first).
  */
-export function sessionPost(era: SessionEraOptions) {
+export function sessionPost(rev: Rev2025Options) {
   return async (c: Context, text: string): Promise<Response> => {
     let message: Message;
     try {
@@ -43,15 +43,15 @@ export function sessionPost(era: SessionEraOptions) {
     }
     const id = isRequestId(message.id) ? message.id : undefined;
     const version = c.req.header('mcp-protocol-version');
-    if (version !== undefined && !(LEGACY_VERSIONS as readonly string[]).includes(version)) {
+    if (version !== undefined && !(REV2025_VERSIONS as readonly string[]).includes(version)) {
       return c.json(
         rpcError(id, -32000, `Bad Request: Unsupported protocol version: ${version}`, {
-          supported: [...LEGACY_VERSIONS, ...era.otherVersions],
+          supported: [...REV2025_VERSIONS, ...rev.otherVersions],
         }),
         400,
       );
     }
-    const principal = era.principalOf(c);
+    const principal = rev.principalOf(c);
     const sessionHeader = c.req.header(SESSION_HEADER);
     if (message.method === 'initialize') {
       if (sessionHeader !== undefined) {
@@ -66,20 +66,20 @@ export function sessionPost(era: SessionEraOptions) {
           400,
         );
       }
-      return initialize(era, c, id, principal, (message.params ?? {}) as JsonObject);
+      return initialize(rev, c, id, principal, (message.params ?? {}) as JsonObject);
     }
     if (sessionHeader === undefined) {
       return c.json(rpcError(id, -32000, 'Bad Request: Mcp-Session-Id header is required'), 400);
     }
-    const session = await era.sessions.find(sessionHeader, principal);
+    const session = await rev.sessions.find(sessionHeader, principal);
     if (session === undefined) return c.json(rpcError(id, -32001, 'Session not found'), 404);
-    return afterInitialize(era, c, session, message, id);
+    return afterInitialize(rev, c, session, message, id);
   };
 }
 
 /** A message of an open session: a client's answer, a notification, or a request. */
 async function afterInitialize(
-  era: SessionEraOptions,
+  rev: Rev2025Options,
   c: Context,
   session: Session,
   message: Message,
@@ -90,21 +90,21 @@ async function afterInitialize(
     // the server issues are stored, so a client cannot fill the table with answers nobody awaits.
     if (!isUsableId(id)) return c.body(null, 202); // (no request of ours has such an id: nothing awaits it)
     const answer = 'result' in message ? message.result : message.error;
-    if (!isStorable(answer) || jsonBytes(answer) > era.maxInputResponsesBytes) {
+    if (!isStorable(answer) || jsonBytes(answer) > rev.maxInputResponsesBytes) {
       return c.json(
         rpcError(
           null,
           ProtocolErrorCode.InvalidParams,
-          `Invalid params: an answer must be at most ${era.maxInputResponsesBytes} bytes of JSON, without NUL characters or unpaired surrogates`,
+          `Invalid params: an answer must be at most ${rev.maxInputResponsesBytes} bytes of JSON, without NUL characters or unpaired surrogates`,
         ),
         400,
       );
     }
     const taskInput = typeof id === 'string' ? parseTaskInputRequestId(id) : undefined;
     if (taskInput !== undefined) {
-      await answerTaskInput(era, session, taskInput, message);
+      await answerTaskInput(rev, session, taskInput, message);
     } else if (typeof id === 'string' && id.startsWith(SERVER_REQUEST_ID_PREFIX)) {
-      await era.sessions.recordResponse(session.sessionId, id, message);
+      await rev.sessions.recordResponse(session.sessionId, id, message);
     }
     return c.body(null, 202);
   }
@@ -118,7 +118,7 @@ async function afterInitialize(
       isRequestId(p?.requestId) &&
       isUsableId(p.requestId)
     ) {
-      await era.sessions.cancelRequest(session.sessionId, String(p.requestId));
+      await rev.sessions.cancelRequest(session.sessionId, String(p.requestId));
     }
     return c.body(null, 202); // notifications/initialized, cancelled, …
   }
@@ -129,11 +129,11 @@ async function afterInitialize(
   if (params === null || typeof params !== 'object' || Array.isArray(params)) {
     return c.json(rpcError(id, ProtocolErrorCode.InvalidParams, 'Invalid params'), 200);
   }
-  return respond({ era, c, session, id, method: message.method, params });
+  return respond({ rev, c, session, id, method: message.method, params });
 }
 
 async function initialize(
-  era: SessionEraOptions,
+  rev: Rev2025Options,
   c: Context,
   id: RequestId,
   principal: string,
@@ -156,12 +156,12 @@ async function initialize(
     );
   }
   const stored = { capabilities, clientInfo };
-  if (jsonBytes(stored) > era.maxSessionMetadataBytes || !isStorable(stored)) {
+  if (jsonBytes(stored) > rev.maxSessionMetadataBytes || !isStorable(stored)) {
     return c.json(
       rpcError(
         id,
         ProtocolErrorCode.InvalidParams,
-        `Invalid params: capabilities and clientInfo must be storable and hold at most ${era.maxSessionMetadataBytes} bytes as JSON`,
+        `Invalid params: capabilities and clientInfo must be storable and hold at most ${rev.maxSessionMetadataBytes} bytes as JSON`,
       ),
       200,
     );
@@ -169,19 +169,19 @@ async function initialize(
   const version = negotiateVersion(params.protocolVersion);
   let sessionId: string;
   try {
-    sessionId = await era.sessions.create({
+    sessionId = await rev.sessions.create({
       principal,
       protocolVersion: version,
       clientCapabilities: normalizeCapabilities(capabilities as ClientCapabilities),
       clientInfo: clientInfo as JsonObject,
     });
   } catch (err) {
-    return quotaRefusal(c, id, err, era.metrics);
+    return quotaRefusal(c, id, err, rev.metrics);
   }
   const result = {
     protocolVersion: version,
-    capabilities: legacyCapabilities({ version, ...era.serves }),
-    serverInfo: era.serverInfo,
+    capabilities: rev2025Capabilities({ version, ...rev.serves }),
+    serverInfo: rev.serverInfo,
   };
   return c.json({ jsonrpc: '2.0', id, result }, 200, { 'Mcp-Session-Id': sessionId });
 }

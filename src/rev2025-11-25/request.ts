@@ -9,14 +9,14 @@ import {
 } from '../core/wire.ts';
 import type { RequestContext } from '../protocol/context.ts';
 import { SESSION_CHANNELS } from './channels.ts';
-import type { SessionEraOptions } from './options.ts';
+import type { Rev2025Options } from './options.ts';
 import type { Session } from './sessions/store.ts';
 import type { SessionStream } from './sse.ts';
 import { isRequestId } from './wire.ts';
 
-/** One request of a session, as the era's methods see it. */
+/** One request of a session, as the revision's methods see it. */
 export interface SessionRequest {
-  era: SessionEraOptions;
+  rev: Rev2025Options;
   c: Context;
   session: Session;
   id: RequestId;
@@ -34,7 +34,7 @@ export function handlerContext(
   req: SessionRequest,
   overrides: Partial<Pick<RequestContext, 'params' | 'signal' | 'notify' | 'closeStream'>> = {},
 ): RequestContext {
-  const { era, c, session, id, method, params } = req;
+  const { rev, c, session, id, method, params } = req;
   const requestMeta = (params._meta ?? {}) as JsonObject;
   const progressToken = requestMeta.progressToken;
   const meta: RequestMeta = {
@@ -59,7 +59,7 @@ export function handlerContext(
       'mcp.session.id': session.sessionId,
       'mcp.protocol.version': session.protocolVersion,
     },
-    log: era.log.scope({ requestId: id }),
+    log: rev.log.scope({ requestId: id }),
     header: (name) => c.req.header(name),
     signal: c.req.raw.signal,
     ...overrides,
@@ -72,23 +72,23 @@ export function handlerContext(
  * that). `release` stops listening once the request is answered.
  */
 export function requestSignal(req: SessionRequest): { signal: AbortSignal; release: () => void } {
-  const { era, c, session, id, stream } = req;
+  const { rev, c, session, id, stream } = req;
   const abort = new AbortController();
   const stop = (why: string) => () => abort.abort(new Error(why));
   const onShutdown = stop('shutting down');
-  era.shutdown.addEventListener('abort', onShutdown, { once: true });
+  rev.shutdown.addEventListener('abort', onShutdown, { once: true });
   const onGone = () => {
     if (stream?.isOpen !== true) abort.abort(new Error('client went away'));
   };
   c.req.raw.signal.addEventListener('abort', onGone, { once: true });
-  const off = era.feed?.on(SESSION_CHANNELS.cancel, (payload) => {
+  const off = rev.feed?.on(SESSION_CHANNELS.cancel, (payload) => {
     if (payload === `${session.sessionId} ${String(id)}`) abort.abort(new Error('cancelled by the client'));
   });
   return {
     signal: abort.signal,
     release: () => {
       off?.();
-      era.shutdown.removeEventListener('abort', onShutdown);
+      rev.shutdown.removeEventListener('abort', onShutdown);
       c.req.raw.signal.removeEventListener('abort', onGone);
     },
   };

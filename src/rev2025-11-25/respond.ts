@@ -11,20 +11,20 @@ import { SessionStream, SSE_HEADERS } from './sse.ts';
  * `streamAfterMs`. A client that accepts no SSE always gets JSON.
  */
 export async function respond(req: Omit<SessionRequest, 'stream'>): Promise<Response> {
-  const { era, c, session } = req;
+  const { rev, c, session } = req;
   const headers = { 'Mcp-Session-Id': session.sessionId };
   if (!(c.req.header('accept') ?? '').includes('text/event-stream')) {
     const message = await answer({ ...req, stream: undefined });
     return c.json(message, statusOf(message), headers);
   }
-  const stream = new SessionStream(era.sessions, session.sessionId, undefined, {
-    primeWithRetryMs: era.retryMs ?? 3_000,
+  const stream = new SessionStream(rev.sessions, session.sessionId, undefined, {
+    primeWithRetryMs: rev.retryMs ?? 3_000,
   });
   const failed = (why: string) => (err: unknown) =>
-    era.log.warn('session stream failed', { why, error: String(err) });
+    rev.log.warn('session stream failed', { why, error: String(err) });
   const longCall = setTimeout(
     () => void stream.open().catch(failed('long call')),
-    era.streamAfterMs ?? 1_000,
+    rev.streamAfterMs ?? 1_000,
   );
   const final = answer({ ...req, stream });
   await Promise.race([stream.opened, final]);
@@ -33,7 +33,7 @@ export async function respond(req: Omit<SessionRequest, 'stream'>): Promise<Resp
     const message = await final;
     return c.json(message, statusOf(message), headers);
   }
-  const keepAlive = setInterval(() => stream.keepAlive(), era.keepAliveMs ?? 15_000);
+  const keepAlive = setInterval(() => stream.keepAlive(), rev.keepAliveMs ?? 15_000);
   void final
     .then((message) => stream.send(message))
     .catch(failed('answer'))

@@ -3,14 +3,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
 import type { InputRequests, JsonObject } from '../core/wire.ts';
 import { SESSION_CHANNELS } from './channels.ts';
-import type { SessionEraOptions } from './options.ts';
+import type { Rev2025Options } from './options.ts';
 import type { SessionStream } from './sse.ts';
 
 /** The ids of the server's own requests to the client start with this (their answers are stored). */
 export const SERVER_REQUEST_ID_PREFIX = 's-';
 
 export interface ServerRequests {
-  era: SessionEraOptions;
+  rev: Rev2025Options;
   sessionId: string;
   stream: SessionStream;
   signal: AbortSignal;
@@ -29,11 +29,11 @@ export async function ask(to: ServerRequests, requests: InputRequests): Promise<
     ids.set(`${SERVER_REQUEST_ID_PREFIX}${randomBytes(9).toString('base64url')}`, key);
   }
   // Recorded before they go out: an answer is kept only for a request the server sent.
-  await to.era.sessions.expectResponses(to.sessionId, [...ids.keys()]);
+  await to.rev.sessions.expectResponses(to.sessionId, [...ids.keys()]);
   try {
     return await askRecorded(to, requests, ids);
   } finally {
-    await to.era.sessions.forgetResponses(to.sessionId, [...ids.keys()]).catch(() => {});
+    await to.rev.sessions.forgetResponses(to.sessionId, [...ids.keys()]).catch(() => {});
   }
 }
 
@@ -75,14 +75,14 @@ async function askRecorded(
  * stored on any instance, with a poll as the backstop (a NOTIFY is a hint, never the only path).
  */
 async function waitForResponses(
-  { era, sessionId, signal }: ServerRequests,
+  { rev, sessionId, signal }: ServerRequests,
   requestIds: readonly string[],
 ): Promise<Map<string, JsonObject>> {
   const got = new Map<string, JsonObject>();
-  const deadline = Date.now() + (era.inputTimeoutMs ?? 600_000);
+  const deadline = Date.now() + (rev.inputTimeoutMs ?? 600_000);
   let woken = false;
   let wake: (() => void) | undefined;
-  const off = era.feed?.on(SESSION_CHANNELS.response, (payload) => {
+  const off = rev.feed?.on(SESSION_CHANNELS.response, (payload) => {
     if (!payload.startsWith(`${sessionId} `)) return;
     woken = true;
     wake?.();
@@ -91,7 +91,7 @@ async function waitForResponses(
     for (;;) {
       woken = false;
       const missing = requestIds.filter((r) => !got.has(r));
-      for (const [r, response] of await era.sessions.takeResponses(sessionId, missing)) got.set(r, response);
+      for (const [r, response] of await rev.sessions.takeResponses(sessionId, missing)) got.set(r, response);
       if (got.size === requestIds.length) return got;
       if (signal.aborted) throw new ProtocolError(ProtocolErrorCode.InternalError, 'Request cancelled');
       if (Date.now() > deadline) {

@@ -2,21 +2,21 @@ import type { ToolRegistry } from '../tools/registry.ts';
 import { META_SERVER_INFO, type JsonObject } from '../core/wire.ts';
 
 /** The revisions served with sessions (`initialize`), newest first. */
-export const LEGACY_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
-export type LegacyVersion = (typeof LEGACY_VERSIONS)[number];
+export const REV2025_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
+export type Rev2025Version = (typeof REV2025_VERSIONS)[number];
 
 /** The version a session gets: the client's, when served; otherwise the newest (the lifecycle page). */
-export function negotiateVersion(requested: unknown): LegacyVersion {
-  return (LEGACY_VERSIONS as readonly unknown[]).includes(requested)
-    ? (requested as LegacyVersion)
-    : LEGACY_VERSIONS[0];
+export function negotiateVersion(requested: unknown): Rev2025Version {
+  return (REV2025_VERSIONS as readonly unknown[]).includes(requested)
+    ? (requested as Rev2025Version)
+    : REV2025_VERSIONS[0];
 }
 
 /**
  * A 2026-07-28 result as the 2025 revisions shape it: no `resultType`, no caching hints, no
  * per-response serverInfo (the session's `initialize` carried it).
  */
-export function toLegacyResult(result: JsonObject): JsonObject {
+export function toRev2025Result(result: JsonObject): JsonObject {
   const { resultType: _r, ttlMs: _t, cacheScope: _c, _meta, ...rest } = result;
   const meta = { ...(_meta as JsonObject | undefined) };
   delete meta[META_SERVER_INFO];
@@ -27,7 +27,7 @@ export function toLegacyResult(result: JsonObject): JsonObject {
  * A task as 2025-11-25 shapes it, from the 2026-07-28 `Task` fields (a CreateTaskResult, toWireTask):
  * the same fields, with `ttl` and `pollInterval` for `ttlMs` and `pollIntervalMs`.
  */
-export function legacyTask(task: JsonObject): JsonObject {
+export function rev2025Task(task: JsonObject): JsonObject {
   return {
     taskId: task.taskId,
     status: task.status,
@@ -42,12 +42,12 @@ export function legacyTask(task: JsonObject): JsonObject {
 const TASK_SUPPORT = { never: 'forbidden', optional: 'optional', required: 'required' } as const;
 
 /** tools/list by registry and revision: the tools never change while a process runs. */
-const listed = new WeakMap<ToolRegistry, Map<LegacyVersion, JsonObject[]>>();
+const listed = new WeakMap<ToolRegistry, Map<Rev2025Version, JsonObject[]>>();
 
 /** tools/list at 2025-11-25: each tool with `execution.taskSupport` derived from its task policy. */
-export function legacyTools(tools: ToolRegistry, version: LegacyVersion): JsonObject[] {
+export function rev2025Tools(tools: ToolRegistry, version: Rev2025Version): JsonObject[] {
   let byVersion = listed.get(tools);
-  if (byVersion === undefined) listed.set(tools, (byVersion = new Map<LegacyVersion, JsonObject[]>()));
+  if (byVersion === undefined) listed.set(tools, (byVersion = new Map<Rev2025Version, JsonObject[]>()));
   let list = byVersion.get(version);
   if (list === undefined) {
     list = tools.list().map((description) => {
@@ -61,8 +61,8 @@ export function legacyTools(tools: ToolRegistry, version: LegacyVersion): JsonOb
 }
 
 /** What the server declares in `initialize`, from what it serves. */
-export function legacyCapabilities(opts: {
-  version: LegacyVersion;
+export function rev2025Capabilities(opts: {
+  version: Rev2025Version;
   resources: boolean;
   prompts: boolean;
 }): JsonObject {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { decodeCanonicalBase64url } from '../core/base64url.ts';
 import { JsonObjectSchema, type JsonObject } from '../core/wire.ts';
 import type { TaskView } from '../tasks/store/view.ts';
-import type { SessionEraOptions } from './options.ts';
+import type { Rev2025Options } from './options.ts';
 import type { Session } from './sessions/store.ts';
 import type { SessionStream } from './sse.ts';
 
@@ -41,7 +41,7 @@ export function parseTaskInputRequestId(id: string): { taskId: string; key: stri
 
 /** A session's stream that may carry input requests; `streamId` names its claims. */
 export interface InputChannel {
-  era: SessionEraOptions;
+  rev: Rev2025Options;
   session: Session;
   stream: SessionStream;
   streamId: string;
@@ -52,7 +52,7 @@ export async function deliverTaskInput(to: InputChannel, view: TaskView): Promis
   if (view.status !== 'input_required' || view.inputRequests === null) return;
   const requests = view.inputRequests;
   const { sessionId } = to.session;
-  const keys = await to.era.sessions.claimDeliveries(
+  const keys = await to.rev.sessions.claimDeliveries(
     sessionId,
     view.taskId,
     Object.keys(requests),
@@ -76,17 +76,17 @@ export async function deliverTaskInput(to: InputChannel, view: TaskView): Promis
  * outstanding, and `tasks/get` still shows it.
  */
 export async function answerTaskInput(
-  era: SessionEraOptions,
+  rev: Rev2025Options,
   session: Session,
   target: { taskId: string; key: string },
   message: { result?: unknown; error?: unknown },
 ): Promise<void> {
   const result = JsonObjectSchema.safeParse(message.result);
   if (!result.success) {
-    era.log.info('input request refused by the client', { taskId: target.taskId, key: target.key });
+    rev.log.info('input request refused by the client', { taskId: target.taskId, key: target.key });
     return;
   }
-  await era.tasks.answer(target.taskId, session.principal, { [target.key]: result.data }).catch((err) => {
-    era.log.info('answer to an input request not taken', { taskId: target.taskId, error: String(err) });
+  await rev.tasks.answer(target.taskId, session.principal, { [target.key]: result.data }).catch((err) => {
+    rev.log.info('answer to an input request not taken', { taskId: target.taskId, error: String(err) });
   });
 }

@@ -6,27 +6,27 @@ import { ListParamsSchema, TaskIdParamsSchema, type JsonObject } from '../core/w
 import { wellFormedTaskId } from '../tasks/ids.ts';
 import { toWireTask, type TaskView } from '../tasks/store/view.ts';
 import { cancelTaskNow } from './cancel.ts';
-import type { SessionEraOptions } from './options.ts';
+import type { Rev2025Options } from './options.ts';
 import type { SessionRequest } from './request.ts';
-import { legacyTask, toLegacyResult } from './shapes.ts';
+import { rev2025Task, toRev2025Result } from './shapes.ts';
 import { deliverTaskInput, RELATED_TASK } from './task-input.ts';
 import { countQuotaRefusal } from './wire.ts';
 
 /** A stored task as 2025-11-25 shapes it. */
-export const taskOf = (view: TaskView): JsonObject => legacyTask(toWireTask(view));
+export const taskOf = (view: TaskView): JsonObject => rev2025Task(toWireTask(view));
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
-export async function tasksGet({ era, session, params }: SessionRequest): Promise<JsonObject> {
+export async function tasksGet({ rev, session, params }: SessionRequest): Promise<JsonObject> {
   const taskId = wellFormedTaskId(TaskIdParamsSchema.parse(params).taskId);
-  return taskOf(await era.tasks.get(taskId, session.principal));
+  return taskOf(await rev.tasks.get(taskId, session.principal));
 }
 
-export async function tasksList({ era, session, params }: SessionRequest): Promise<JsonObject> {
+export async function tasksList({ rev, session, params }: SessionRequest): Promise<JsonObject> {
   const { cursor } = ListParamsSchema.parse(params);
   // Without authentication every client is one principal: a session then lists only its own tasks.
-  const origin = era.requestorsIdentified ? undefined : session.sessionId;
-  const page = await era.tasks.list(session.principal, { cursor, origin });
+  const origin = rev.requestorsIdentified ? undefined : session.sessionId;
+  const page = await rev.tasks.list(session.principal, { cursor, origin });
   return {
     tasks: page.tasks.map(taskOf),
     ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }),
@@ -34,11 +34,11 @@ export async function tasksList({ era, session, params }: SessionRequest): Promi
 }
 
 /** 2025-11-25: the task is `cancelled` before the response, which carries it; a finished task is -32602. */
-export async function tasksCancel({ era, session, params }: SessionRequest): Promise<JsonObject> {
+export async function tasksCancel({ rev, session, params }: SessionRequest): Promise<JsonObject> {
   const taskId = wellFormedTaskId(TaskIdParamsSchema.parse(params).taskId);
-  const view = await cancelTaskNow(era.db, taskId, session.principal);
+  const view = await cancelTaskNow(rev.db, taskId, session.principal);
   if (view === undefined) {
-    const current = await era.tasks.get(taskId, session.principal);
+    const current = await rev.tasks.get(taskId, session.principal);
     throw new ProtocolError(
       ProtocolErrorCode.InvalidParams,
       `Cannot cancel task in terminal status: ${current.status}`,
@@ -55,26 +55,26 @@ export async function tasksCancel({ era, session, params }: SessionRequest): Pro
  * resume the task, and this wait sees it change.
  */
 export async function tasksResult(req: SessionRequest, signal: AbortSignal): Promise<JsonObject> {
-  const { era, session, params, stream } = req;
+  const { rev, session, params, stream } = req;
   const taskId = wellFormedTaskId(TaskIdParamsSchema.parse(params).taskId);
   const related = { [RELATED_TASK]: { taskId } };
-  const release = takeOrCount(era, era.caps.resultWaits, session.principal);
+  const release = takeOrCount(rev, rev.caps.resultWaits, session.principal);
   // The task as the process's one read of each change found it (no read of this wait's own).
   let changed: TaskView | undefined;
   let wake: (() => void) | undefined;
-  const off = era.taskChanges.watchTask(taskId, session.principal, (view) => {
+  const off = rev.taskChanges.watchTask(taskId, session.principal, (view) => {
     changed = view;
     wake?.();
   });
   // Changes missed while the feed was down: read again at once.
-  const offResync = era.feed?.onResync(() => wake?.()) ?? (() => {});
+  const offResync = rev.feed?.onResync(() => wake?.()) ?? (() => {});
   // One listener for the whole wait (a task may run for hours).
   const onAbort = () => wake?.();
   signal.addEventListener('abort', onAbort, { once: true });
   const streamId = `result-${randomBytes(9).toString('base64url')}`;
   try {
     for (;;) {
-      const view = changed ?? (await era.tasks.get(taskId, session.principal));
+      const view = changed ?? (await rev.tasks.get(taskId, session.principal));
       changed = undefined;
       if (TERMINAL.has(view.status)) return finalOf(view, related);
       if (view.status === 'input_required' && view.inputRequests !== null) {
@@ -84,13 +84,13 @@ export async function tasksResult(req: SessionRequest, signal: AbortSignal): Pro
             'The task needs input: call tasks/result with Accept: text/event-stream to receive its requests',
           );
         }
-        await deliverTaskInput({ era, session, stream, streamId }, view);
+        await deliverTaskInput({ rev, session, stream, streamId }, view);
       }
       if (signal.aborted) throw new ProtocolError(ProtocolErrorCode.InternalError, 'Request cancelled');
       if (changed === undefined) {
         const timer = new AbortController();
         await Promise.race([
-          sleep(backstopOf(era, view), undefined, { signal: timer.signal }).catch(() => {}),
+          sleep(backstopOf(rev, view), undefined, { signal: timer.signal }).catch(() => {}),
           new Promise<void>((resolve) => (wake = resolve)),
         ]);
         timer.abort();
@@ -102,22 +102,22 @@ export async function tasksResult(req: SessionRequest, signal: AbortSignal): Pro
     offResync();
     release();
     signal.removeEventListener('abort', onAbort);
-    await era.sessions.releaseDeliveries(streamId).catch(() => {});
+    await rev.sessions.releaseDeliveries(streamId).catch(() => {});
   }
 }
 
 /** How long a wait sleeps between reads of its own: the feed's changes wake it sooner. */
-function backstopOf(era: SessionEraOptions, view: TaskView): number {
+function backstopOf(rev: Rev2025Options, view: TaskView): number {
   const interval = Math.max(view.pollIntervalMs, 250);
-  return era.feed === undefined ? interval : Math.max(interval, era.backstopMs);
+  return rev.feed === undefined ? interval : Math.max(interval, rev.backstopMs);
 }
 
 /** One of `cap` for `principal`, a refusal counted by its limit. */
-function takeOrCount(era: SessionEraOptions, cap: PerPrincipalCap, principal: string): () => void {
+function takeOrCount(rev: Rev2025Options, cap: PerPrincipalCap, principal: string): () => void {
   try {
     return cap.take(principal);
   } catch (err) {
-    countQuotaRefusal(err, era.metrics);
+    countQuotaRefusal(err, rev.metrics);
     throw err;
   }
 }
@@ -125,7 +125,7 @@ function takeOrCount(era: SessionEraOptions, cap: PerPrincipalCap, principal: st
 /** What the original call would have returned: its result, or its JSON-RPC error. */
 function finalOf(view: TaskView, related: JsonObject): JsonObject {
   if (view.result !== null && view.status !== 'cancelled') {
-    const result = toLegacyResult(view.result);
+    const result = toRev2025Result(view.result);
     return { ...result, _meta: { ...(result._meta as JsonObject | undefined), ...related } };
   }
   if (view.status === 'cancelled') {

@@ -2,17 +2,18 @@ import type { Context } from 'hono';
 import { QuotaExceededError } from '../core/errors.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { META_PROTOCOL_VERSION, type RequestId } from '../core/wire.ts';
-import { LEGACY_VERSIONS } from './shapes.ts';
+import { REV2025_VERSIONS } from './shapes.ts';
 
 export const SESSION_HEADER = 'mcp-session-id';
 
-/** Whether `version` is one of this era's (2025-11-25, 2025-06-18, 2025-03-26). */
-export const isSessionVersion = (version: string) => (LEGACY_VERSIONS as readonly string[]).includes(version);
+/** Whether `version` is one of this revision's (2025-11-25, 2025-06-18, 2025-03-26). */
+export const isSessionVersion = (version: string) =>
+  (REV2025_VERSIONS as readonly string[]).includes(version);
 
 /**
- * Whether a POST speaks a session-era revision: it names none of the other revisions' versions, and it
+ * Whether a POST speaks the 2025-11-25 revision: it names none of the other revisions' versions, and it
  * names a session or carries no `_meta` protocolVersion envelope (an `initialize` from a client of the
- * session era).
+ * 2025-11-25 revision).
  */
 export function isSessionPost(header: (name: string) => string | undefined, body: string): boolean {
   const version = header('mcp-protocol-version');
@@ -27,7 +28,7 @@ export function isSessionPost(header: (name: string) => string | undefined, body
       json.params?._meta?.[META_PROTOCOL_VERSION] === undefined
     );
   } catch {
-    // Unparseable: the session era's client would have named a version; the current path answers.
+    // Unparseable: a 2025-11-25 client would have named a version; the current path answers.
     return version !== undefined;
   }
 }

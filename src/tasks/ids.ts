@@ -18,7 +18,7 @@ export function newTaskId(): string {
 export const isWellFormedTaskId = (taskId: string): boolean => TaskIdSchema.safeParse(taskId).success;
 
 /**
- * A task id from a request, in either era: one that cannot name a task is answered exactly like an
+ * A task id from a request, in either revision: one that cannot name a task is answered exactly like an
  * unknown one, before any query (Postgres never sees a NUL or a 10 kB id).
  */
 export function wellFormedTaskId(taskId: string): string {

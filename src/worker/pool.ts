@@ -61,7 +61,7 @@ export interface WorkerPoolOptions {
   sweepIntervalMs?: number;
   sweepBatchSize?: number;
   purgeGraceMs?: number;
-  /** Maintenance beside the task sweep (the composition root passes a protocol era's). */
+  /** Maintenance beside the task sweep (the composition root passes a protocol revision's). */
   maintenance?: readonly MaintenanceJob[] | undefined;
   /** How long stop() lets running steps finish before it aborts them and hands their tasks back. */
   shutdownGraceMs?: number;

@@ -23,7 +23,7 @@ export interface SweeperOptions {
   /** True when this worker has free slots: only then does it redeliver stuck runs. */
   idle: () => boolean;
   metrics?: Metrics | undefined;
-  /** Jobs beside the task sweep, run on the same timer when due (a protocol era's own tables). */
+  /** Jobs beside the task sweep, run on the same timer when due (a protocol revision's own tables). */
   maintenance?: readonly MaintenanceJob[] | undefined;
 }
 

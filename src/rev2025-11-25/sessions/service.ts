@@ -42,7 +42,7 @@ export interface SessionServiceOptions {
 /** How long a DELETE waits for the other instances to forget the session before it answers anyway. */
 const FORGET_WAIT_MS = 2_000;
 
-/** The 2025-11-25 sessions, their stream logs and pending answers, for the era's transport. */
+/** The 2025-11-25 sessions, their stream logs and pending answers, for the revision's transport. */
 export class SessionService {
   readonly #db: Kysely<Database>;
   readonly #idleTtlMs: number;

@@ -62,7 +62,7 @@ export async function purgeSessionEvents(
   return rows.length + Number(stale.numDeletedRows) + claims;
 }
 
-/** The era's maintenance, run by every worker's sweeper once a minute at most. */
+/** The revision's maintenance, run by every worker's sweeper once a minute at most. */
 export function sessionMaintenance(
   db: Kysely<Database>,
   { idleTtlMs, eventRetentionMs }: { idleTtlMs: number; eventRetentionMs: number },

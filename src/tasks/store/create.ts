@@ -14,7 +14,7 @@ import { TASK_VIEW_COLUMNS, toTaskView, type TaskView } from './view.ts';
 export interface TaskTraits {
   /** A tool result with `isError` ends the task `failed` instead of `completed` (2025-11-25). */
   toolErrorFails?: boolean | undefined;
-  /** An opaque tag of where the task was created (the 2025-11-25 era: its session id); stored, shown, never interpreted. */
+  /** An opaque tag of where the task was created (the 2025-11-25 revision: its session id); stored, shown, never interpreted. */
   origin?: string | undefined;
 }
 
