@@ -45,13 +45,13 @@ export interface Database {
 
 export type Db = Kysely<Database>;
 
-/** Server-side limits for the process's sessions, in ms; 0 turns one off. */
-export interface SessionTimeouts {
+/** Server-side limits set on each of the process's database connections, in ms; 0 turns one off. */
+export interface ConnectionTimeouts {
   /** A statement running longer is cancelled (a stuck query cannot hold its locks forever). */
   statementTimeoutMs?: number;
   /** A statement waiting longer for a lock fails instead of queueing behind a stuck transaction. */
   lockTimeoutMs?: number;
-  /** A session idle inside an open transaction longer (a client that died mid-transaction) is ended. */
+  /** A connection idle inside an open transaction longer (a client that died mid-transaction) is ended. */
   idleInTransactionTimeoutMs?: number;
 }
 
@@ -60,11 +60,11 @@ export interface SessionTimeouts {
  * ones that are on. With all three 0 nothing is sent: poolers such as PgBouncer refuse the parameter
  * (set the timeouts on the role there instead).
  */
-export function sessionOptions({
+export function connectionOptions({
   statementTimeoutMs = 30_000,
   lockTimeoutMs = 10_000,
   idleInTransactionTimeoutMs = 60_000,
-}: SessionTimeouts = {}): string | undefined {
+}: ConnectionTimeouts = {}): string | undefined {
   const settings = [
     ['statement_timeout', statementTimeoutMs],
     ['lock_timeout', lockTimeoutMs],
@@ -76,7 +76,7 @@ export function sessionOptions({
 
 export interface DbOptions {
   connectionString: string;
-  timeouts?: SessionTimeouts;
+  timeouts?: ConnectionTimeouts;
   max?: number;
   applicationName?: string;
   /** How long to wait for a connection before failing the query (an unreachable database fails fast). */
@@ -127,7 +127,7 @@ export function createDb({
     application_name: applicationName,
     connectionTimeoutMillis: connectTimeoutMs,
     keepAlive: true,
-    options: sessionOptions(timeouts),
+    options: connectionOptions(timeouts),
   });
   pool.on('error', () => {});
   adaptToConnectionLimit(pool, { connectTimeoutMs });

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Config } from '../config.ts';
-import { createDb, type Db, type SessionTimeouts } from '../db/database.ts';
+import { createDb, type Db, type ConnectionTimeouts } from '../db/database.ts';
 import { startEmbeddedPostgres } from '../db/embedded.ts';
 import { assertMigrated } from '../db/migrate.ts';
 import type { Logger } from '../log.ts';
@@ -18,7 +18,7 @@ export interface DatabaseConnection {
   directUrl: string;
   /** Named prepared statements (not through a transaction-mode pooler). */
   prepare: boolean;
-  timeouts: SessionTimeouts;
+  timeouts: ConnectionTimeouts;
   /** Ready when Postgres answers and the schema is migrated (for /readyz). */
   check(): Promise<undefined | 'schema'>;
 }

@@ -4,9 +4,9 @@ import { z } from 'zod';
 import {
   GuardedClient,
   PreparingClient,
-  sessionOptions,
+  connectionOptions,
   type Database,
-  type SessionTimeouts,
+  type ConnectionTimeouts,
 } from '../db/database.ts';
 import { embeddable, type Statement } from '../db/statements.ts';
 import { CHANNELS } from '../events/change-feed.ts';
@@ -32,7 +32,7 @@ export interface BossOptions {
   supervise?: boolean;
   /** Install or upgrade pg-boss's schema at start: only the migrate step does (as the owner, directly). */
   migrate?: boolean;
-  timeouts?: SessionTimeouts;
+  timeouts?: ConnectionTimeouts;
   /** How long a query waits for a connection before it fails. */
   connectTimeoutMs?: number;
   /** pg-boss's repeated statements (fetch, insert, complete) become named prepared statements. */
@@ -59,7 +59,7 @@ export function createBoss({
     migrate,
     useListenNotify: false,
     application_name: 'durable-mcp-tasks:pg-boss',
-    options: sessionOptions(timeouts),
+    options: connectionOptions(timeouts),
     connectionTimeoutMillis: connectTimeoutMs,
     // Our spans cover the queue (the request that enqueues, each run leg, each step, one trace per task);
     // pg-boss's own would add a root `receive` span for every poll of every worker, jobs or not.

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { sessionOptions } from '../../src/db/database.ts';
+import { connectionOptions } from '../../src/db/database.ts';
 import { throughPooler } from '../helpers/database-env.ts';
 import { useTestServer } from '../helpers/server-process.ts';
 
@@ -30,10 +30,10 @@ describe.skipIf(throughPooler())('server-side session timeouts as startup parame
   });
 
   it('send nothing when all are off (poolers refuse the startup parameter)', () => {
-    expect(sessionOptions({ statementTimeoutMs: 0, lockTimeoutMs: 0, idleInTransactionTimeoutMs: 0 })).toBe(
-      undefined,
-    );
-    expect(sessionOptions({ statementTimeoutMs: 0 })).toBe(
+    expect(
+      connectionOptions({ statementTimeoutMs: 0, lockTimeoutMs: 0, idleInTransactionTimeoutMs: 0 }),
+    ).toBe(undefined);
+    expect(connectionOptions({ statementTimeoutMs: 0 })).toBe(
       '-c lock_timeout=10000 -c idle_in_transaction_session_timeout=60000',
     );
   });
