@@ -1,6 +1,6 @@
 import { createDb } from './db/database.ts';
 import { grantRuntimeRole } from './db/grants.ts';
-import { migrateToLatest } from './db/migrate.ts';
+import { migrateToLatest } from './db/migrations.ts';
 import { waitForDatabase } from './db/wait.ts';
 import { coerceError, type Logger } from './log.ts';
 import { createBoss, ensureRunQueue } from './queue/boss.ts';

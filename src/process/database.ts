@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Config } from '../config.ts';
 import { createDb, type Db, type ConnectionTimeouts } from '../db/database.ts';
 import { startEmbeddedPostgres } from '../db/embedded.ts';
-import { assertMigrated } from '../db/migrate.ts';
+import { assertMigrated } from '../db/migrations.ts';
 import type { Logger } from '../log.ts';
 import type pg from 'pg';
 import type { CleanupStack } from './cleanups.ts';

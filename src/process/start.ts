@@ -6,7 +6,7 @@ import type { Hono } from 'hono';
 import type { PgBoss } from 'pg-boss';
 import { publicOrigin, type Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
-import { assertMigrated } from '../db/migrate.ts';
+import { assertMigrated } from '../db/migrations.ts';
 import { retryWhileUnreachable, waitForDatabase } from '../db/wait.ts';
 import { sharedSecret } from '../db/shared-secret.ts';
 import { CHANNELS, ChangeFeed } from '../events/change-feed.ts';

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import * as endAttempts from '../../migrations/20261209000000_end_attempts_of_finished_tasks.ts';
 import { createDb } from '../../src/db/database.ts';
-import { migrateToLatest, MIGRATIONS_DIR } from '../../src/db/migrate.ts';
+import { migrateToLatest, MIGRATIONS_DIR } from '../../src/db/migrations.ts';
 import { createBoss, ensureRunQueue, RUN_QUEUE } from '../../src/queue/boss.ts';
 import { admin } from '../helpers/db.ts';
 import { withDatabase } from '../helpers/urls.ts';
