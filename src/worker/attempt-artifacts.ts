@@ -18,7 +18,7 @@ import type { Metrics } from '../core/metrics.ts';
 import type { Database } from '../db/database.ts';
 import { beginArtifact, completeArtifact, writeArtifactChunk } from '../tasks/store/artifact-writes.ts';
 import type { ClaimedTask } from '../tasks/store/lease.ts';
-import { infra } from './leg-signals.ts';
+import { infra } from './leg-stops.ts';
 
 /** The step an artifact records its link under. */
 export const artifactStepName = (name: string) => `artifact:${name}`;

@@ -17,7 +17,7 @@ import { createMapRunner, type MapItemLeg } from './attempt-map.ts';
 import { createAttemptSignals } from './attempt-signals.ts';
 import { silentStatus, throttledStatus, type AttemptStatus } from './attempt-status.ts';
 import { createStepRunner, sleepStepName } from './attempt-steps.ts';
-import { infra, TaskParkedSignal, TaskSuspendedSignal } from './leg-signals.ts';
+import { infra, Park, SuspendForInput } from './leg-stops.ts';
 import { ReplayMissError } from './step-guard.ts';
 
 /**
@@ -154,7 +154,7 @@ async function durableSleep(
   // (+1: a timer may fire up to a millisecond before Date.now() reaches its time.)
   if (left < SLEEP_IN_SLOT_MS) return delay(left + 1, undefined, { signal });
   await status.flush();
-  throw new TaskParkedSignal(until, `Sleeping until ${until.toISOString()}`);
+  throw new Park(until, `Sleeping until ${until.toISOString()}`);
 }
 
 /** ctx.input: the answers given so far; while any is missing, the task suspends (`input_required`). */
@@ -175,5 +175,5 @@ async function askForInput(
   if (replayOnly) throw new ReplayMissError(`input ${Object.keys(missing).join(', ')}`);
   await status.flush();
   await suspendForInput(db, task.taskId, task.attempt, missing).catch(infra);
-  throw new TaskSuspendedSignal(task.taskId);
+  throw new SuspendForInput(task.taskId);
 }

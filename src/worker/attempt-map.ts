@@ -26,7 +26,7 @@ import {
   type StepOptions,
 } from '../tools/retry.ts';
 import { NonDeterminismError } from './step-guard.ts';
-import { infra, MapItemDone, TaskParkedSignal } from './leg-signals.ts';
+import { infra, MapItemDone, Park } from './leg-stops.ts';
 
 /** The step under which a map records its number of items (its position is checked like a step's). */
 export const mapStepName = (name: string) => `map:${name}`;
@@ -124,11 +124,9 @@ async function mapInTask<T, R>(
     })
     .catch(infra);
   await opts.flushStatus();
-  throw new TaskParkedSignal(
-    new Date(Date.now() + MAP_RECHECK_MS),
-    mapProgress(name, state.completed, items.length),
-    { map: name },
-  );
+  throw new Park(new Date(Date.now() + MAP_RECHECK_MS), mapProgress(name, state.completed, items.length), {
+    map: name,
+  });
 }
 
 /** The map in an item's leg: its own map runs this item's function and ends the replay (MapItemDone). */

@@ -8,7 +8,7 @@ import { createSignal, readSignal } from '../tasks/store/signals.ts';
 import type { ClaimedTask } from '../tasks/store/lease.ts';
 import { signalStepName, type StepHistory } from '../tasks/store/steps.ts';
 import type { AttemptStatus } from './attempt-status.ts';
-import { infra, TaskParkedSignal } from './leg-signals.ts';
+import { infra, Park } from './leg-stops.ts';
 import { ReplayMissError } from './step-guard.ts';
 
 /** A wait with no deadline of its own looks again this often (its signal's delivery wakes it sooner). */
@@ -81,7 +81,7 @@ async function waitForSignal(
     state.timeoutAt === null
       ? recheck
       : Math.min(recheck, Date.now() + (state.timeoutAt.getTime() - state.now.getTime()));
-  throw new TaskParkedSignal(new Date(until), statusMessage ?? `Waiting for signal ${name}`, {
+  throw new Park(new Date(until), statusMessage ?? `Waiting for signal ${name}`, {
     signal: name,
   });
 }

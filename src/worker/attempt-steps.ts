@@ -24,14 +24,7 @@ import {
   type StepFn,
   type StepOptions,
 } from '../tools/retry.ts';
-import {
-  HandoffSignal,
-  infra,
-  InfrastructureError,
-  MapItemDone,
-  TaskParkedSignal,
-  TaskSuspendedSignal,
-} from './leg-signals.ts';
+import { HandBack, infra, InfrastructureError, MapItemDone, Park, SuspendForInput } from './leg-stops.ts';
 import { NonDeterminismError, ReplayMissError, stepGuard } from './step-guard.ts';
 
 /**
@@ -50,14 +43,14 @@ export const STEP_BACKOFF_IN_SLOT_MS = 2_000;
  */
 const NO_STEP_RETRY = { maxAttempts: 1, initialMs: 1_000, factor: 2, maxMs: 60_000 };
 
-/** What a step's function threw, as opposed to the context's own signals and the store's failures. */
+/** What a step's function threw, as opposed to the context's own leg stops and the store's failures. */
 function isStepFailure(thrown: unknown): boolean {
   return !(
     thrown instanceof LeaseLostError ||
     thrown instanceof InfrastructureError ||
-    thrown instanceof HandoffSignal ||
-    thrown instanceof TaskParkedSignal ||
-    thrown instanceof TaskSuspendedSignal ||
+    thrown instanceof HandBack ||
+    thrown instanceof Park ||
+    thrown instanceof SuspendForInput ||
     thrown instanceof MapItemDone ||
     thrown instanceof NonDeterminismError ||
     thrown instanceof StepTooLargeError
@@ -107,7 +100,7 @@ export function createStepRunner(opts: StepRunnerOptions) {
     const policy = options.retry === undefined ? undefined : resolveRetry(options.retry, NO_STEP_RETRY);
     for (;;) {
       signal.throwIfAborted();
-      if (opts.draining?.() === true) throw new HandoffSignal();
+      if (opts.draining?.() === true) throw new HandBack();
       const attempt = await startAttempt(opts, name, policy);
       try {
         const stored = await runStepOnce(opts, { name, position, attempt }, fn, options.timeoutMs);
@@ -129,7 +122,7 @@ export function createStepRunner(opts: StepRunnerOptions) {
     if (history.values.has(name)) return history.values.get(name) as T;
     if (opts.replayOnly === true) throw new ReplayMissError(`step "${name}"`);
     signal.throwIfAborted();
-    if (opts.draining?.() === true) throw new HandoffSignal();
+    if (opts.draining?.() === true) throw new HandBack();
     const value = await record(position);
     history.values.set(name, value);
     return value;
@@ -221,7 +214,7 @@ async function afterStepFailure(
   }
   if (delayMs > STEP_BACKOFF_IN_SLOT_MS) {
     await opts.flushStatus();
-    throw new TaskParkedSignal(
+    throw new Park(
       new Date(Date.now() + delayMs),
       `Retrying step ${name} (attempt ${attempt + 1} of ${policy.maxAttempts}) after: ${error.message.slice(0, 200)}`,
     );

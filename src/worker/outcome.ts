@@ -5,13 +5,13 @@ import { coerceError } from '../log.ts';
 import { nextRetryDelay, NonRetryableError, StepFailedError, type ResolvedRetry } from '../tools/retry.ts';
 import { LeaseLostError } from '../tasks/store/lease.ts';
 import {
-  HandoffSignal,
+  HandBack,
   InfrastructureError,
   MapItemDone,
-  TaskParkedSignal,
-  TaskSuspendedSignal,
+  Park,
+  SuspendForInput,
   type ParkedOn,
-} from './leg-signals.ts';
+} from './leg-stops.ts';
 
 /** Why a running attempt's signal fired: the task's cancel was requested. */
 export class CancelRequestedError extends Error {
@@ -58,8 +58,8 @@ export function classify(
   abortReason: unknown,
   { failures, retry }: { failures: number; retry: ResolvedRetry },
 ): LegOutcome {
-  if (thrown instanceof TaskSuspendedSignal) return { kind: 'input_required' };
-  if (thrown instanceof TaskParkedSignal) {
+  if (thrown instanceof SuspendForInput) return { kind: 'input_required' };
+  if (thrown instanceof Park) {
     return {
       kind: 'parked',
       until: thrown.until,
@@ -71,7 +71,7 @@ export function classify(
   if (thrown instanceof LeaseLostError || abortReason instanceof LeaseLostError)
     return { kind: 'lease_lost' };
   if (abortReason instanceof CancelRequestedError) return { kind: 'cancelled' };
-  if (thrown instanceof HandoffSignal || abortReason instanceof HandoffSignal) return { kind: 'handed_back' };
+  if (thrown instanceof HandBack || abortReason instanceof HandBack) return { kind: 'handed_back' };
   if (thrown instanceof ProtocolError) {
     return { kind: 'failed', error: thrown, statusMessage: `Tool execution failed: ${thrown.message}` };
   }

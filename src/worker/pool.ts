@@ -17,7 +17,7 @@ import type { Metrics } from '../core/metrics.ts';
 import { coalesce } from '../core/coalesce.ts';
 import { finishAttempt, finishAttempts } from '../tasks/store/finish.ts';
 import { saveStep, saveSteps } from '../tasks/store/steps.ts';
-import { HandoffSignal } from './leg-signals.ts';
+import { HandBack } from './leg-stops.ts';
 import { runFetchLoop } from './fetch-loop.ts';
 import { nextDelayedRunMs } from '../queue/boss.ts';
 import type { LegDeps } from './leg-deps.ts';
@@ -213,7 +213,7 @@ async function handBackAfterGrace(
 ): Promise<void> {
   const deadline = Date.now() + graceMs;
   while (work.size > 0 && Date.now() < deadline) await Promise.race([...work, sleep(50)]);
-  for (const entry of running.values()) entry.abort.abort(new HandoffSignal());
+  for (const entry of running.values()) entry.abort.abort(new HandBack());
   await Promise.race([Promise.allSettled([...work]), sleep(2_000)]);
 }
 

@@ -9,7 +9,7 @@ import { releaseTask, type ClaimedTask } from '../tasks/store/lease.ts';
 import { attemptError, recordAttemptEnd, type AttemptEnd } from '../tasks/store/attempt-ends.ts';
 import { pauseAttempt } from '../tasks/store/pause.ts';
 import type { LegDeps, LegScope } from './leg-deps.ts';
-import type { ParkedOn } from './leg-signals.ts';
+import type { ParkedOn } from './leg-stops.ts';
 import { completeItem, wakeParent } from './map-item.ts';
 import type { LegOutcome } from './outcome.ts';
 

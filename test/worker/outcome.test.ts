@@ -2,12 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { ProtocolError, ProtocolErrorCode } from '../../src/core/errors.ts';
 import { LeaseLostError } from '../../src/tasks/store/lease.ts';
-import {
-  HandoffSignal,
-  InfrastructureError,
-  TaskParkedSignal,
-  TaskSuspendedSignal,
-} from '../../src/worker/leg-signals.ts';
+import { HandBack, InfrastructureError, Park, SuspendForInput } from '../../src/worker/leg-stops.ts';
 import { NonRetryableError, resolveRetry, StepFailedError } from '../../src/tools/retry.ts';
 import { CancelRequestedError, classify, completion } from '../../src/worker/outcome.ts';
 import type * as ErrorsModule from '../../src/core/errors.ts';
@@ -20,15 +15,15 @@ const firstTry = { failures: 0, retry };
 
 describe('classify', () => {
   it('names each way a handler stops', () => {
-    expect(classify(new TaskSuspendedSignal('t'), undefined, firstTry).kind).toBe('input_required');
+    expect(classify(new SuspendForInput('t'), undefined, firstTry).kind).toBe('input_required');
     expect(classify(new Error('x'), new LeaseLostError('t', 1), firstTry).kind).toBe('lease_lost');
     expect(classify(new Error('aborted'), new CancelRequestedError(), firstTry).kind).toBe('cancelled');
-    expect(classify(new HandoffSignal(), undefined, firstTry).kind).toBe('handed_back');
+    expect(classify(new HandBack(), undefined, firstTry).kind).toBe('handed_back');
     expect(classify(new InfrastructureError('db gone'), undefined, firstTry).kind).toBe(
       'infrastructure_retry',
     );
     const until = new Date(Date.now() + 60_000);
-    expect(classify(new TaskParkedSignal(until, 'Sleeping'), undefined, firstTry)).toEqual({
+    expect(classify(new Park(until, 'Sleeping'), undefined, firstTry)).toEqual({
       kind: 'parked',
       until,
       statusMessage: 'Sleeping',

@@ -1,10 +1,11 @@
-// What ends a leg early, thrown through the handler: the task waits (for input, for a time or a signal),
-// moves to another worker, or the store failed under it. classify() (outcome.ts) reads them.
+// Leg stops: what ends a leg early, thrown through the handler (not "signals": a signal is a task's,
+// from ctx.createSignal). The task waits (SuspendForInput; Park: for a time, a signal or a map's items),
+// moves to another worker (HandBack), or the store failed under it. classify() (outcome.ts) reads them.
 import { isConnectionError } from '../db/errors.ts';
 
 /** Thrown by `input` once the task is parked in `input_required`: this leg of the job ends here. */
-export class TaskSuspendedSignal extends Error {
-  override readonly name = 'TaskSuspendedSignal';
+export class SuspendForInput extends Error {
+  override readonly name = 'SuspendForInput';
   constructor(readonly taskId: string) {
     super('Task is waiting for input');
   }
@@ -22,8 +23,8 @@ export type ParkedOn = { signal: string } | { map: string };
  * task stays `working` with `statusMessage`, and its next leg runs at `until` (or sooner, when a signal
  * is delivered or a map's items are done).
  */
-export class TaskParkedSignal extends Error {
-  override readonly name = 'TaskParkedSignal';
+export class Park extends Error {
+  override readonly name = 'Park';
   constructor(
     readonly until: Date,
     readonly statusMessage: string,
@@ -45,8 +46,8 @@ export class MapItemDone extends Error {
 }
 
 /** Thrown at a step boundary while the worker shuts down: the task is handed to another worker. */
-export class HandoffSignal extends Error {
-  override readonly name = 'HandoffSignal';
+export class HandBack extends Error {
+  override readonly name = 'HandBack';
   constructor() {
     super('The worker is shutting down');
   }
