@@ -66,11 +66,11 @@ export function fromEnv(env: Readonly<Record<string, string | undefined>> = proc
 }
 
 // Typed `unknown` here so that the public declarations never reach the internals' types (pg, pg-boss).
-const RUNTIMES = new WeakMap<DurableMcpServer, () => unknown>();
+const PROCESSES = new WeakMap<DurableMcpServer, () => unknown>();
 
 /** The running process behind a server (a `ServerProcess`): for `durable-mcp-tasks/testing` only. */
-export function runtimeOf(server: DurableMcpServer): unknown {
-  return RUNTIMES.get(server)?.();
+export function processOf(server: DurableMcpServer): unknown {
+  return PROCESSES.get(server)?.();
 }
 
 /** A module's file URL, from a URL or a path (relative to the working directory). */
@@ -96,12 +96,12 @@ export function createServer(options: ServerOptions): DurableMcpServer {
     ...(options.host !== undefined && { HOST: options.host }),
   });
   const log = options.logger ?? createLogger(settings.LOG_LEVEL, {}, { format: settings.LOG_FORMAT });
-  let runtime: ServerProcess | undefined;
+  let running: ServerProcess | undefined;
   let starting: Promise<void> | undefined;
   const server: DurableMcpServer = {
     settings,
     get url() {
-      return runtime?.url;
+      return running?.url;
     },
     start() {
       starting ??= startProcess({
@@ -114,23 +114,23 @@ export function createServer(options: ServerOptions): DurableMcpServer {
         prompts: options.prompts,
         serverVersion: PACKAGE_VERSION,
         toolsModule: options.toolsModule === undefined ? undefined : moduleUrl(options.toolsModule),
-      }).then((rt) => {
-        runtime = rt;
+      }).then((started) => {
+        running = started;
       });
       return starting;
     },
     async deliverSignal(token, payload = null) {
-      if (runtime === undefined) throw new Error('deliverSignal: start() the server first');
-      return runtime.deliverSignal(token, payload);
+      if (running === undefined) throw new Error('deliverSignal: start() the server first');
+      return running.deliverSignal(token, payload);
     },
     async stop() {
       if (starting === undefined) return;
       await starting.catch(() => {});
-      await runtime?.stop();
-      runtime = undefined;
+      await running?.stop();
+      running = undefined;
       starting = undefined;
     },
   };
-  RUNTIMES.set(server, () => runtime);
+  PROCESSES.set(server, () => running);
   return server;
 }

@@ -11,7 +11,7 @@
  * commands in one text, so naming one changes nothing but its reuse.
  *
  * Transaction-mode poolers (PgBouncer before 1.21, or without max_prepared_statements) hand each
- * transaction a different server connection, where the statement does not exist: the runtime turns
+ * transaction a different server connection, where the statement does not exist: the process turns
  * naming off when DATABASE_DIRECT_URL says a pooler is in front, and DB_PREPARED_STATEMENTS=off turns it
  * off explicitly. Should a pooler answer that a statement does not exist anyway, naming stops for the
  * process (that one query fails, with its request's error).

@@ -41,29 +41,29 @@ export interface ContextBackend {
   input(requests: InputRequests): Promise<Record<string, JsonObject>>;
 }
 
-export function createToolContext(rt: ContextBackend): ToolContext {
+export function createToolContext(backend: ContextBackend): ToolContext {
   const one = async (key: string, request: InputRequests[string]) => {
-    const responses = await rt.input({ [key]: request });
+    const responses = await backend.input({ [key]: request });
     return responses[key] as JsonObject;
   };
   let lastProgress = -Infinity;
   return {
-    principal: rt.principal,
-    taskId: rt.taskId,
-    clientCapabilities: rt.clientCapabilities,
-    prepared: rt.prepared,
-    signal: rt.signal,
-    events: rt.events ?? NO_EVENTS,
-    status: (message) => rt.status(message),
-    closeStream: () => rt.closeStream?.(),
-    step: (name, fn, options) => rt.step(name, fn, options),
-    sleep: (name, duration) => rt.sleep(name, duration),
-    map: (name, items, fn, options) => rt.map(name, items, fn, options),
-    patched: (id) => rt.patched(id),
-    artifact: (name, source, options) => rt.artifact(name, source, options),
-    createSignal: (name, opts) => rt.createSignal(name, opts),
-    waitForSignal: (signal, opts) => rt.waitForSignal(signal, opts),
-    input: (requests) => rt.input(requests),
+    principal: backend.principal,
+    taskId: backend.taskId,
+    clientCapabilities: backend.clientCapabilities,
+    prepared: backend.prepared,
+    signal: backend.signal,
+    events: backend.events ?? NO_EVENTS,
+    status: (message) => backend.status(message),
+    closeStream: () => backend.closeStream?.(),
+    step: (name, fn, options) => backend.step(name, fn, options),
+    sleep: (name, duration) => backend.sleep(name, duration),
+    map: (name, items, fn, options) => backend.map(name, items, fn, options),
+    patched: (id) => backend.patched(id),
+    artifact: (name, source, options) => backend.artifact(name, source, options),
+    createSignal: (name, opts) => backend.createSignal(name, opts),
+    waitForSignal: (signal, opts) => backend.waitForSignal(signal, opts),
+    input: (requests) => backend.input(requests),
     elicit: async (key, params) =>
       (await one(key, {
         method: 'elicitation/create',
@@ -72,14 +72,14 @@ export function createToolContext(rt: ContextBackend): ToolContext {
     sample: (key, params) => one(key, { method: 'sampling/createMessage', params }),
     listRoots: (key) => one(key, { method: 'roots/list', params: {} }),
     async progress(progress, total, message) {
-      if (rt.notify === undefined || rt.progressToken === undefined) return;
+      if (backend.notify === undefined || backend.progressToken === undefined) return;
       // Progress must increase with each notification.
       if (!(progress > lastProgress)) return;
       lastProgress = progress;
-      await rt.notify({
+      await backend.notify({
         method: 'notifications/progress',
         params: {
-          progressToken: rt.progressToken,
+          progressToken: backend.progressToken,
           progress,
           ...(total === undefined ? {} : { total }),
           ...(message === undefined ? {} : { message }),
@@ -87,9 +87,9 @@ export function createToolContext(rt: ContextBackend): ToolContext {
       });
     },
     async log(level, data, logger) {
-      if (rt.notify === undefined || rt.logLevel === undefined) return;
-      if (LOG_LEVELS.indexOf(level) < LOG_LEVELS.indexOf(rt.logLevel)) return;
-      await rt.notify({
+      if (backend.notify === undefined || backend.logLevel === undefined) return;
+      if (LOG_LEVELS.indexOf(level) < LOG_LEVELS.indexOf(backend.logLevel)) return;
+      await backend.notify({
         method: 'notifications/message',
         params: { level, data, ...(logger === undefined ? {} : { logger }) },
       });
