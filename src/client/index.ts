@@ -1,7 +1,14 @@
 // `durable-mcp-tasks/client`: a client for any 2026-07-28 MCP server with the Tasks extension that keeps
 // the ids of the tasks it creates, so that it can follow them again after a restart.
 export { McpAuthError, McpConnectionError, McpHttp, McpRpcError, type HttpOptions } from './http.ts';
-export { defaultStateDir, FileTaskStore, MemoryTaskStore, type TaskRecord, type TaskStore } from './store.ts';
+export {
+  defaultStateDir,
+  FileTaskStore,
+  MemoryTaskStore,
+  type TaskIdStore,
+  type TaskRecord,
+  type TaskStore,
+} from './store.ts';
 export {
   snapshotOf,
   summarize,

@@ -30,7 +30,7 @@ export interface TaskRecord {
  * can keep them in its own database by implementing these four methods. `save` must be durable when it
  * resolves: the client relies on a record written before it tells anyone the task exists.
  */
-export interface TaskStore {
+export interface TaskIdStore {
   /** Writes the record whole (insert or replace). */
   save(record: TaskRecord): Promise<void>;
   load(serverUrl: string, taskId: string): Promise<TaskRecord | undefined>;
@@ -39,10 +39,13 @@ export interface TaskStore {
   remove(serverUrl: string, taskId: string): Promise<void>;
 }
 
+/** @deprecated use TaskIdStore (the same interface; "task store" names the server's SQL). */
+export type TaskStore = TaskIdStore;
+
 const newestFirst = (a: TaskRecord, b: TaskRecord) => b.createdAt.localeCompare(a.createdAt);
 
 /** Records in this process's memory: for tests, and hosts that only need `pending()` while they run. */
-export class MemoryTaskStore implements TaskStore {
+export class MemoryTaskStore implements TaskIdStore {
   readonly #records = new Map<string, TaskRecord>();
 
   async save(record: TaskRecord): Promise<void> {
@@ -79,7 +82,7 @@ export function defaultStateDir(env: Record<string, string | undefined> = proces
  * renamed over the old one: a record is whole or absent, and processes sharing the folder (two
  * terminals) never overwrite each other's tasks.
  */
-export class FileTaskStore implements TaskStore {
+export class FileTaskStore implements TaskIdStore {
   readonly dir: string;
 
   constructor(dir: string = defaultStateDir()) {

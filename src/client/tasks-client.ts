@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { JsonObject } from '../core/wire.ts';
 import { McpConnectionError, McpHttp, McpRpcError, type HttpOptions } from './http.ts';
-import { MemoryTaskStore, type TaskRecord, type TaskStore } from './store.ts';
+import { MemoryTaskStore, type TaskIdStore, type TaskRecord } from './store.ts';
 
 /** A task as the server last described it (a `DetailedTask`). */
 export interface TaskSnapshot {
@@ -55,7 +55,7 @@ export interface ToolOutcome {
 
 export interface TasksClientOptions extends HttpOptions {
   /** Where task ids are kept; in memory by default (use a FileTaskStore to survive a restart). */
-  store?: TaskStore;
+  store?: TaskIdStore;
 }
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
@@ -96,7 +96,7 @@ export function summarize(args: JsonObject, max = 80): string {
 export class TasksClient {
   readonly url: string;
   readonly http: McpHttp;
-  readonly store: TaskStore;
+  readonly store: TaskIdStore;
 
   constructor(opts: TasksClientOptions) {
     this.http = new McpHttp(opts);
