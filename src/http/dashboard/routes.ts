@@ -1,5 +1,5 @@
 // The operator's task dashboard at /dashboard: server-rendered HTML with no script and no CDN, off unless
-// DASHBOARD_TOKEN is set (session.ts says who may use it). Reads go through the store's admin functions;
+// DASHBOARD_TOKEN is set (sign-in.ts says who may use it). Reads go through the store's admin functions;
 // an operator's actions (task-actions.ts) through the store paths the CLI takes.
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -19,7 +19,7 @@ import {
   signIn,
   signOut,
   type Env,
-} from './session.ts';
+} from './sign-in.ts';
 import { STYLE } from './style.ts';
 import { addTaskActions, type TaskActionOptions, viewerOf } from './task-actions.ts';
 import { taskPage } from './task-page.ts';

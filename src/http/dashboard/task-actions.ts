@@ -11,7 +11,7 @@ import { forkTask, ForkRefusedError } from '../../tasks/store/fork.ts';
 import { resumeTasks } from '../../tasks/store/pause.ts';
 import { CONFIRM_PAGES, forkedPage, notNowPage } from './confirm.ts';
 import { layout, type Viewer } from './layout.ts';
-import { formChecked, type Env } from './session.ts';
+import { formChecked, type Env } from './sign-in.ts';
 import { isActive, refusal, TASK_ACTIONS, taskHref } from './task-state.ts';
 
 export interface TaskActionOptions {

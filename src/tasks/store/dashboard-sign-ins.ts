@@ -2,8 +2,11 @@ import { createHash, randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 
+// The dashboard's sign-ins. Their table keeps its older name, dashboard_sessions: renaming it would take a
+// migration (and a release that reads both names), for a name no user sees.
+
 /** How long a dashboard sign-in lasts. */
-export const DASHBOARD_SESSION_MS = 12 * 3_600_000;
+export const DASHBOARD_SIGN_IN_MS = 12 * 3_600_000;
 
 const hashOf = (token: string) => createHash('sha256').update(token).digest('base64url');
 const random = () => randomBytes(32).toString('base64url');
@@ -13,7 +16,7 @@ const random = () => randomBytes(32).toString('base64url');
  * stored, with the name the operator gave (null: none), which the audit trail records as who acted.
  * Ended sign-ins are deleted in the same statement, so the table holds live ones only.
  */
-export async function openDashboardSession(
+export async function openDashboardSignIn(
   db: Kysely<Database>,
   operator: string | null = null,
 ): Promise<{ token: string; csrf: string }> {
@@ -22,22 +25,22 @@ export async function openDashboardSession(
   await sql`
     with expired as (delete from dashboard_sessions where expires_at < now())
     insert into dashboard_sessions (token_hash, csrf, expires_at, operator)
-    values (${hashOf(token)}, ${csrf}, now() + ${DASHBOARD_SESSION_MS} * interval '1 millisecond',
+    values (${hashOf(token)}, ${csrf}, now() + ${DASHBOARD_SIGN_IN_MS} * interval '1 millisecond',
             ${operator})`.execute(db);
   return { token, csrf };
 }
 
 /** A live sign-in: its CSRF token and the operator's name (null: none given). */
-export interface DashboardSession {
+export interface DashboardSignIn {
   csrf: string;
   operator: string | null;
 }
 
 /** The live sign-in this cookie value names; undefined for any other value. */
-export async function readDashboardSession(
+export async function readDashboardSignIn(
   db: Kysely<Database>,
   token: string,
-): Promise<DashboardSession | undefined> {
+): Promise<DashboardSignIn | undefined> {
   // Any value a browser may send: only a hash of it reaches Postgres.
   return db
     .selectFrom('dashboard_sessions')
@@ -48,6 +51,6 @@ export async function readDashboardSession(
 }
 
 /** Sign-out: the cookie is worthless from now on, on every instance. */
-export async function closeDashboardSession(db: Kysely<Database>, token: string): Promise<void> {
+export async function closeDashboardSignIn(db: Kysely<Database>, token: string): Promise<void> {
   await db.deleteFrom('dashboard_sessions').where('token_hash', '=', hashOf(token)).execute();
 }

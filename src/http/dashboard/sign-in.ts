@@ -9,11 +9,11 @@ import type { Context, Handler, MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { Logger } from '../../log.ts';
 import {
-  closeDashboardSession,
-  DASHBOARD_SESSION_MS,
-  openDashboardSession,
-  readDashboardSession,
-} from '../../tasks/store/dashboard-sessions.ts';
+  closeDashboardSignIn,
+  DASHBOARD_SIGN_IN_MS,
+  openDashboardSignIn,
+  readDashboardSignIn,
+} from '../../tasks/store/dashboard-sign-ins.ts';
 import { bearerToken, sameSecret } from '../auth/secret.ts';
 import { BASE } from './format.ts';
 import { loginPage } from './layout.ts';
@@ -44,10 +44,10 @@ export function operatorName(value: unknown): string | null | undefined {
 
 const actorOf = (operator: string | null) => (operator === null ? 'dashboard' : `dashboard:${operator}`);
 
-export interface SessionOptions {
+export interface SignInOptions {
   /** The admin credential (DASHBOARD_TOKEN). */
   token: string;
-  db: Parameters<typeof openDashboardSession>[0];
+  db: Parameters<typeof openDashboardSignIn>[0];
   log: Logger;
 }
 
@@ -106,7 +106,7 @@ export const sameOriginForms: MiddlewareHandler = async (c, next) => {
 };
 
 /** POST /login: the token against DASHBOARD_TOKEN; a new sign-in, with the operator's name, and its cookie. */
-export function signIn(opts: SessionOptions): Handler {
+export function signIn(opts: SignInOptions): Handler {
   return async (c) => {
     const form = await c.req.parseBody();
     if (typeof form.token !== 'string' || !sameSecret(form.token, opts.token)) {
@@ -122,30 +122,30 @@ export function signIn(opts: SessionOptions): Handler {
         400,
       );
     }
-    const { token } = await openDashboardSession(opts.db, operator);
+    const { token } = await openDashboardSignIn(opts.db, operator);
     setCookie(c, COOKIE, token, {
       path: BASE,
       httpOnly: true,
       sameSite: 'Strict',
       secure: isHttps(c),
-      maxAge: DASHBOARD_SESSION_MS / 1000,
+      maxAge: DASHBOARD_SIGN_IN_MS / 1000,
     });
     return c.redirect(`${BASE}`, 303);
   };
 }
 
 /** POST /logout: the cookie is worthless from now on, on every instance. */
-export function signOut(opts: SessionOptions): Handler<Env> {
+export function signOut(opts: SignInOptions): Handler<Env> {
   return async (c) => {
     const cookie = getCookie(c, COOKIE);
-    if (cookie !== undefined) await closeDashboardSession(opts.db, cookie);
+    if (cookie !== undefined) await closeDashboardSignIn(opts.db, cookie);
     deleteCookie(c, COOKIE, { path: BASE });
     return c.redirect(`${BASE}/login`, 303);
   };
 }
 
 /** Lets a signed-in request through with its CSRF token; a GET without one goes to the sign-in page. */
-export function signedIn(opts: SessionOptions): MiddlewareHandler<Env> {
+export function signedIn(opts: SignInOptions): MiddlewareHandler<Env> {
   // A request with the token itself (Authorization: Bearer) has no ambient credential a form could ride.
   const bearerCsrf = derive(opts.token, 'durable-mcp-tasks dashboard form');
   return async (c, next) => {
@@ -155,10 +155,10 @@ export function signedIn(opts: SessionOptions): MiddlewareHandler<Env> {
       return next();
     }
     const cookie = getCookie(c, COOKIE);
-    const session = cookie === undefined ? undefined : await readDashboardSession(opts.db, cookie);
-    if (session !== undefined) {
-      c.set('csrf', session.csrf);
-      c.set('actor', actorOf(session.operator));
+    const live = cookie === undefined ? undefined : await readDashboardSignIn(opts.db, cookie);
+    if (live !== undefined) {
+      c.set('csrf', live.csrf);
+      c.set('actor', actorOf(live.operator));
       return next();
     }
     if (c.req.method === 'GET') return c.redirect(`${BASE}/login`, 303);
