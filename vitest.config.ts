@@ -3,8 +3,9 @@ import { configDefaults, defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // test/system/ holds standalone programs (npm run test:cluster, …), run by node, never by vitest.
-    exclude: [...configDefaults.exclude, 'test/system/**'],
+    // test/system/ holds standalone programs (npm run test:cluster, …), run by node, never by vitest;
+    // test/processes/ the tests that start several processes, run once by `npm run test:processes`.
+    exclude: [...configDefaults.exclude, 'test/system/**', 'test/processes/**'],
     globalSetup: ['test/setup/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
