@@ -18,6 +18,7 @@ import { PACKAGE_VERSION } from '../version.ts';
 import { answerAll, createAsker, typesOf } from './terminal-input.ts';
 import { createOutput, describeStatus, resultText } from './terminal-output.ts';
 import { unknownArgumentsLine } from './unknown-arguments.ts';
+import { isJsonObject } from '../core/wire.ts';
 
 export { parseField } from './terminal-input.ts';
 export { progressBar, resultText } from './terminal-output.ts';
@@ -36,8 +37,6 @@ class CallError extends Error {
   }
 }
 
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 // ---------- arguments ----------
 
 /** `--arg k=v`, repeatable; collected into one object. */
@@ -54,7 +53,7 @@ function parseArgsJson(value: string): Json {
   } catch {
     throw new InvalidArgumentError('expected a JSON object');
   }
-  if (!isObject(parsed)) throw new InvalidArgumentError('expected a JSON object');
+  if (!isJsonObject(parsed)) throw new InvalidArgumentError('expected a JSON object');
   return parsed;
 }
 
@@ -77,9 +76,9 @@ async function inputSchemaOf(client: TasksClient, tool: string): Promise<Json> {
   let cursor: string | undefined;
   for (let page = 0; page < 100; page++) {
     const result = await client.http.request('tools/list', cursor === undefined ? {} : { cursor });
-    const tools = Array.isArray(result.tools) ? result.tools.filter(isObject) : [];
+    const tools = Array.isArray(result.tools) ? result.tools.filter(isJsonObject) : [];
     for (const t of tools) {
-      if (t.name === tool) return isObject(t.inputSchema) ? t.inputSchema : {};
+      if (t.name === tool) return isJsonObject(t.inputSchema) ? t.inputSchema : {};
       names.push(String(t.name));
     }
     if (typeof result.nextCursor !== 'string') break;
@@ -94,7 +93,7 @@ async function argumentsOf(client: TasksClient, tool: string, opts: CallOptions)
   const given = Object.entries(opts.arg ?? {});
   if (given.length === 0 && Object.keys(args).length === 0) return args;
   const schema = await inputSchemaOf(client, tool);
-  const properties = isObject(schema.properties) ? schema.properties : {};
+  const properties = isJsonObject(schema.properties) ? schema.properties : {};
   for (const [k, v] of given) args[k] = coerceArg(v, properties[k]);
   const unknown = unknownArgumentsLine(tool, schema, args);
   if (unknown !== undefined) throw new CallError(unknown, EXIT.usage);

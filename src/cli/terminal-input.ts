@@ -1,14 +1,13 @@
 // How `durable-mcp-tasks call` asks a task's questions: form elicitations field by field, on stderr,
 // answers read from stdin.
 import { createInterface, type Interface } from 'node:readline/promises';
+import { isJsonObject } from '../core/wire.ts';
 
 type Json = Record<string, unknown>;
 
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /** The JSON Schema types a property accepts (`type` may be a string or a list). */
 export function typesOf(schema: unknown): string[] {
-  if (!isObject(schema)) return [];
+  if (!isJsonObject(schema)) return [];
   if (typeof schema.type === 'string') return [schema.type];
   if (Array.isArray(schema.type)) return schema.type.filter((t): t is string => typeof t === 'string');
   for (const key of ['anyOf', 'oneOf'] as const) {
@@ -82,7 +81,7 @@ type Answer = { action: 'accept'; content: Json } | { action: 'decline' } | { ac
 function fieldHint(schema: Json): string {
   const choices = Array.isArray(schema.enum)
     ? schema.enum
-    : isObject(schema.items) && Array.isArray(schema.items.enum)
+    : isJsonObject(schema.items) && Array.isArray(schema.items.enum)
       ? schema.items.enum
       : undefined;
   const types = typesOf(schema);
@@ -115,7 +114,7 @@ export function parseField(raw: string, schema: Json): { value: unknown } | { pr
       .map((s) => s.trim())
       .filter((s) => s !== '');
     const allowed =
-      isObject(schema.items) && Array.isArray(schema.items.enum) ? schema.items.enum : undefined;
+      isJsonObject(schema.items) && Array.isArray(schema.items.enum) ? schema.items.enum : undefined;
     const bad = allowed === undefined ? undefined : items.find((i) => !allowed.includes(i));
     return bad === undefined ? { value: items } : { problem: `${bad} is not one of ${allowed?.join(', ')}` };
   }
@@ -132,12 +131,12 @@ async function askForm(asker: Asker, params: Json): Promise<Answer> {
   process.stderr.write(
     `? ${typeof params.message === 'string' ? params.message : 'The task asks for input'}\n`,
   );
-  const schema = isObject(params.requestedSchema) ? params.requestedSchema : {};
-  const properties = isObject(schema.properties) ? schema.properties : {};
+  const schema = isJsonObject(params.requestedSchema) ? params.requestedSchema : {};
+  const properties = isJsonObject(schema.properties) ? schema.properties : {};
   const required = new Set(Array.isArray(schema.required) ? schema.required.map(String) : []);
   const content: Json = {};
   for (const [key, raw] of Object.entries(properties)) {
-    const field = isObject(raw) ? raw : {};
+    const field = isJsonObject(raw) ? raw : {};
     const label = typeof field.title === 'string' ? field.title : key;
     const def = field.default === undefined ? '' : ` [${JSON.stringify(field.default)}]`;
     for (;;) {
@@ -163,8 +162,8 @@ async function askForm(asker: Asker, params: Json): Promise<Answer> {
 export async function answerAll(asker: Asker, requests: Json): Promise<Record<string, Json>> {
   const responses: Record<string, Json> = {};
   for (const [key, request] of Object.entries(requests)) {
-    if (!isObject(request)) continue;
-    const params = isObject(request.params) ? request.params : {};
+    if (!isJsonObject(request)) continue;
+    const params = isJsonObject(request.params) ? request.params : {};
     if (request.method === 'elicitation/create' && (params.mode === undefined || params.mode === 'form')) {
       responses[key] = await askForm(asker, params);
     } else {

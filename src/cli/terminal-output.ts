@@ -1,9 +1,8 @@
 // What `durable-mcp-tasks call` shows: a status line (a progress bar on a terminal), and the result.
 import { DOWNLOAD_URL_META } from '../core/artifacts.ts';
 import { formatBytes } from '../core/bytes.ts';
+import { isJsonObject } from '../core/wire.ts';
 type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export interface Output {
   status(line: string): void;
@@ -69,7 +68,7 @@ export function describeStatus(
  * get it (an artifact's download URL); other blocks as JSON.
  */
 export function resultText(result: Json): string {
-  const content = Array.isArray(result.content) ? result.content.filter(isObject) : [];
+  const content = Array.isArray(result.content) ? result.content.filter(isJsonObject) : [];
   const lines = content.map((block) => {
     if (block.type === 'text' && typeof block.text === 'string') return block.text;
     if (block.type === 'resource_link' && typeof block.uri === 'string') return linkLine(block);
@@ -82,7 +81,7 @@ export function resultText(result: Json): string {
 
 /** `export.csv (text/csv, 2.0 MiB): <download URL, else the URI>`. */
 function linkLine(link: Json): string {
-  const meta = isObject(link._meta) ? link._meta : {};
+  const meta = isJsonObject(link._meta) ? link._meta : {};
   const url = typeof meta[DOWNLOAD_URL_META] === 'string' ? meta[DOWNLOAD_URL_META] : link.uri;
   const about = [
     typeof link.mimeType === 'string' ? link.mimeType : undefined,

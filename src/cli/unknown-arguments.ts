@@ -1,10 +1,9 @@
 // `call`'s arguments against the tool's input schema, before the call: a name the tool does not take
 // (its schema says `additionalProperties: false`) is refused in one line, with the argument most likely
 // meant, so that `--arg mib=2` is not silently dropped for the default.
+import { isJsonObject } from '../core/wire.ts';
 
 type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Levenshtein distance, letter case ignored (`chunksize` is one edit from nothing of `chunkSize`). */
 function editDistance(a: string, b: string): number {
@@ -23,7 +22,7 @@ function editDistance(a: string, b: string): number {
 
 /** Whether `word` is a whole word of the property's title or description (`mib` in "Size (MiB)"). */
 function documents(property: unknown, word: string): boolean {
-  if (!isObject(property)) return false;
+  if (!isJsonObject(property)) return false;
   const text = [property.title, property.description].filter((t) => typeof t === 'string').join(' ');
   return text
     .toLowerCase()
@@ -56,7 +55,7 @@ export function meantArgument(name: string, properties: Json): string | undefine
  */
 export function unknownArgumentsLine(tool: string, schema: Json, args: Json): string | undefined {
   if (schema.additionalProperties !== false) return undefined;
-  const properties = isObject(schema.properties) ? schema.properties : {};
+  const properties = isJsonObject(schema.properties) ? schema.properties : {};
   const unknown = Object.keys(args).filter((name) => !Object.hasOwn(properties, name));
   if (unknown.length === 0) return undefined;
   const meant = unknown.map((name) => ({ name, meant: meantArgument(name, properties) }));

@@ -2,6 +2,7 @@ import { TASKS_EXTENSION } from '../core/errors.ts';
 import {
   META_CLIENT_CAPABILITIES,
   META_CLIENT_INFO,
+  isJsonObject,
   META_PROTOCOL_VERSION,
   type JsonObject,
 } from '../core/wire.ts';
@@ -55,8 +56,6 @@ export interface HttpOptions {
   fetch?: typeof fetch | undefined;
 }
 
-const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /** The headers SEP-2243 asks for: `Mcp-Name` carries the tool name or the task id. */
 function mcpNameOf(method: string, params: JsonObject): string | undefined {
   if (method === 'tools/call') return typeof params.name === 'string' ? params.name : undefined;
@@ -101,8 +100,8 @@ export class McpHttp {
         `${this.url} answered HTTP ${res.status} without a JSON-RPC response: ${body.slice(0, 200)}`,
       );
     }
-    if (isObject(message.error)) throw rpcErrorOf(method, message.error);
-    if (!isObject(message.result)) throw new McpConnectionError(`${method}: the response has no result`);
+    if (isJsonObject(message.error)) throw rpcErrorOf(method, message.error);
+    if (!isJsonObject(message.result)) throw new McpConnectionError(`${method}: the response has no result`);
     return message.result;
   }
 
@@ -128,7 +127,7 @@ export class McpHttp {
           return undefined;
         }
       })();
-      if (message !== undefined && isObject(message.error)) throw rpcErrorOf(method, message.error);
+      if (message !== undefined && isJsonObject(message.error)) throw rpcErrorOf(method, message.error);
       throw new McpConnectionError(`${method}: ${this.url} answered HTTP ${res.status} without a stream`);
     }
     const reader = new SseReader();
@@ -139,7 +138,7 @@ export class McpHttp {
         const { value, done } = await body.read();
         if (done) break;
         for (const message of reader.push(decoder.decode(value, { stream: true }))) {
-          if (message.id === id && isObject(message.error)) throw rpcErrorOf(method, message.error);
+          if (message.id === id && isJsonObject(message.error)) throw rpcErrorOf(method, message.error);
           onMessage(message);
         }
       }
@@ -209,7 +208,7 @@ function rpcErrorOf(method: string, error: JsonObject): McpRpcError {
 function responseIn(body: string, contentType: string, id: number): JsonObject | undefined {
   if (!contentType.includes('text/event-stream')) {
     const parsed: unknown = JSON.parse(body);
-    return isObject(parsed) ? parsed : undefined;
+    return isJsonObject(parsed) ? parsed : undefined;
   }
   const reader = new SseReader();
   return [...reader.push(body), ...reader.end()].find((m) => m.id === id);

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { JsonObject } from '../core/wire.ts';
+import { isJsonObject, type JsonObject } from '../core/wire.ts';
 import { McpConnectionError, McpHttp, McpRpcError, type HttpOptions } from './http.ts';
 import { MemoryTaskStore, type TaskIdStore, type TaskRecord } from './store.ts';
 
@@ -62,8 +62,6 @@ const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 /** Records of tasks whose server states no TTL go this long after their outcome was shown. */
 const KEEP_WITHOUT_TTL_MS = 7 * 24 * 3_600_000;
 
-const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /** A DetailedTask (from tasks/get, a CreateTaskResult, or a notification) as a snapshot. */
 export function snapshotOf(task: JsonObject): TaskSnapshot {
   return {
@@ -72,11 +70,11 @@ export function snapshotOf(task: JsonObject): TaskSnapshot {
     ...(typeof task.statusMessage === 'string' ? { statusMessage: task.statusMessage } : {}),
     ...(typeof task.pollIntervalMs === 'number' ? { pollIntervalMs: task.pollIntervalMs } : {}),
     ...(typeof task.ttlMs === 'number' || task.ttlMs === null ? { ttlMs: task.ttlMs } : {}),
-    ...(isObject(task.inputRequests)
+    ...(isJsonObject(task.inputRequests)
       ? { inputRequests: task.inputRequests as Record<string, InputRequest> }
       : {}),
-    ...(isObject(task.result) ? { result: task.result } : {}),
-    ...(isObject(task.error) ? { error: task.error } : {}),
+    ...(isJsonObject(task.result) ? { result: task.result } : {}),
+    ...(isJsonObject(task.error) ? { error: task.error } : {}),
   };
 }
 
@@ -125,7 +123,7 @@ export class TasksClient {
       if (opts.onInput === undefined) {
         throw new Error(`${name} asks for input before it starts: pass onInput to answer it`);
       }
-      const requests = isObject(answer.inputRequests) ? answer.inputRequests : {};
+      const requests = isJsonObject(answer.inputRequests) ? answer.inputRequests : {};
       const inputResponses = await opts.onInput(requests as Record<string, InputRequest>, undefined);
       extra = {
         inputResponses,
@@ -347,9 +345,9 @@ class TaskWatch {
         'subscriptions/listen',
         params,
         (message) => {
-          const p = isObject(message.params) ? message.params : {};
+          const p = isJsonObject(message.params) ? message.params : {};
           if (message.method === 'notifications/subscriptions/acknowledged') {
-            const honoured = isObject(p.notifications) ? p.notifications.taskIds : undefined;
+            const honoured = isJsonObject(p.notifications) ? p.notifications.taskIds : undefined;
             this.#listening = Array.isArray(honoured) && honoured.includes(this.#taskId);
           } else if (message.method === 'notifications/tasks' && p.taskId === this.#taskId) {
             this.#notified = snapshotOf(p);

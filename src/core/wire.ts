@@ -15,6 +15,10 @@ export const META_IDEMPOTENCY_KEY = 'dev.durable-mcp-tasks/idempotencyKey';
 export const JsonObjectSchema = z.record(z.string(), z.unknown());
 export type JsonObject = z.infer<typeof JsonObjectSchema>;
 
+/** Whether `v` is a JSON object (not null, not an array): a field of a parsed message, checked before it is read. */
+export const isJsonObject = (v: unknown): v is JsonObject =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
 export const RequestIdSchema = z.union([z.string(), z.number().int()]);
 export type RequestId = z.infer<typeof RequestIdSchema>;
 
