@@ -17,7 +17,7 @@ export function syncCallTimedOut(tool: string, timeoutMs: number, canBeTask: boo
 
 /**
  * Runs `run` with a signal that also fires after `timeoutMs`. Past it the call is answered at once with
- * `onTimeout()`'s error; the handler is told through its signal and may still be finishing (a handler
+ * `onTimeout()`'s error; the handler is told through its abort signal and may still be finishing (a handler
  * on the event loop that never yields holds it until it ends: see SYNC_CALL_THREADS).
  */
 export async function withTimeBudget<T>(

@@ -94,7 +94,7 @@ export function requestSignal(req: SessionRequest): { signal: AbortSignal; relea
   };
 }
 
-/** Runs `fn` with the request's signal, released when it settles. */
+/** Runs `fn` with the request's abort signal, released when it settles. */
 export async function withRequestSignal<T>(
   req: SessionRequest,
   fn: (signal: AbortSignal) => Promise<T>,

@@ -51,7 +51,7 @@ export function createTransport(opts: TransportOptions): RevisionTransport {
 
 /**
  * The POST handler (the router has read the body). Errors found before anything is streamed keep their
- * HTTP status; a stream closed by the client aborts the request's signal.
+ * HTTP status; a stream closed by the client aborts the request's abort signal.
  */
 function postHandler(opts: TransportOptions) {
   const { dispatcher, metrics, maxJsonDepth } = opts;

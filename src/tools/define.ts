@@ -61,7 +61,7 @@ export interface ToolContext {
    * Runs `fn` once per task: its result is checkpointed in Postgres and returned without running `fn`
    * again when the handler is replayed after input, a retry or a crash. Code outside steps must be
    * deterministic; a step in flight when a worker dies may run twice, so steps must be idempotent.
-   * `fn` gets the step's signal (the task's; with `timeoutMs`, one that also fires at the timeout).
+   * `fn` gets the step's abort signal (the task's; with `timeoutMs`, one that also fires at the timeout).
    * `retry` retries `fn` alone: short backoffs wait in the slot, longer ones park the task until the
    * next attempt; when its attempts are used up the task fails (StepFailedError), whatever the tool's
    * own policy. Each failure is counted with its error (`tasks show`, the dashboard). `fn`'s second

@@ -39,7 +39,7 @@ export class NonRetryableError extends Error {
 }
 Object.defineProperty(NonRetryableError.prototype, NON_RETRYABLE, { value: true });
 
-/** A step ran past its `timeoutMs`: its signal fired, and the step failed with this (retried by its policy). */
+/** A step ran past its `timeoutMs`: its abort signal fired, and the step failed with this (retried by its policy). */
 export class StepTimeoutError extends Error {
   override readonly name = 'StepTimeoutError';
   constructor(
@@ -99,7 +99,7 @@ export function nextRetryDelay(policy: ResolvedRetry, error: Error, attempts: nu
   return Math.min(policy.maxMs, policy.initialMs * policy.factor ** (attempts - 1));
 }
 
-/** What a step's function learns of its run, beside its signal. */
+/** What a step's function learns of its run, beside its abort signal. */
 export interface StepInfo {
   readonly name: string;
   /**
@@ -110,7 +110,7 @@ export interface StepInfo {
   readonly attempt: number;
 }
 
-/** A step's function: its signal (the task's, or one that also fires at the step's timeout) and its run. */
+/** A step's function: its abort signal (the task's, or one that also fires at the step's timeout) and its run. */
 export type StepFn<T> = (signal: AbortSignal, step: StepInfo) => Promise<T> | T;
 
 /** What a map item's function learns of its run, beside its item, index and signal. */
@@ -135,7 +135,7 @@ export type MapItemFn<T, R> = (
 export interface StepOptions {
   /** Retries of this step's function alone (default: none; a throw goes to the handler). */
   retry?: RetryPolicy;
-  /** The step's signal fires after this long and the step fails with StepTimeoutError (retried by `retry`). */
+  /** The step's abort signal fires after this long and the step fails with StepTimeoutError (retried by `retry`). */
   timeoutMs?: number;
 }
 
@@ -145,7 +145,7 @@ export interface MapOptions {
   concurrency?: number;
   /** How an item whose function throws is run again (default: the tool's policy). */
   retry?: RetryPolicy;
-  /** An item's signal fires after this long and the item fails with StepTimeoutError (retried by `retry`). */
+  /** An item's abort signal fires after this long and the item fails with StepTimeoutError (retried by `retry`). */
   timeoutMs?: number;
 }
 
@@ -155,7 +155,7 @@ export const MAX_MAP_ITEMS = 100_000;
 
 /**
  * Calls a step's function with its own signal: the task's, or, with `timeoutMs`, one that also fires at
- * the timeout. The step fails at the timeout even if the function ignores its signal (it may then run
+ * the timeout. The step fails at the timeout even if the function ignores its abort signal (it may then run
  * on in the background: make it listen).
  */
 export async function callStep<T>(

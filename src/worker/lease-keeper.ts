@@ -30,7 +30,7 @@ export interface LeaseKeeper {
 /**
  * Keeps this worker's leases: renews them on their own timer (so that nothing can starve it), and
  * stops an attempt whose task was cancelled, or whose lease another attempt or the sweeper took. A
- * cancelled attempt whose handler ignores its signal ends `cancelled` after the grace (cancel-grace.ts).
+ * cancelled attempt whose handler ignores its abort signal ends `cancelled` after the grace (cancel-grace.ts).
  */
 export function startLeaseKeeper(opts: LeaseKeeperOptions): LeaseKeeper {
   const grace = startCancelGrace({
@@ -61,7 +61,7 @@ export function startLeaseKeeper(opts: LeaseKeeperOptions): LeaseKeeper {
 
 type StopAttempt = (taskId: string, reason: Error) => void;
 
-/** Stops a running attempt (its signal fires with `reason`) and has the grace watch it. */
+/** Stops a running attempt (its abort signal fires with `reason`) and has the grace watch it. */
 function attemptStopper(running: RunningAttempts, grace: CancelGrace): StopAttempt {
   return (taskId, reason) => {
     const entry = running.get(taskId);

@@ -13,7 +13,7 @@ import {
   type ParkedOn,
 } from './leg-stops.ts';
 
-/** Why a running attempt's signal fired: the task's cancel was requested. */
+/** Why a running attempt's abort signal fired: the task's cancel was requested. */
 export class CancelRequestedError extends Error {
   override readonly name = 'CancelRequestedError';
   constructor() {

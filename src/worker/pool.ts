@@ -46,7 +46,7 @@ export interface WorkerPoolOptions {
   pollIntervalMs?: number;
   leaseMs?: number;
   cancelCheckIntervalMs?: number;
-  /** CANCEL_GRACE_MS: a cancelled handler that has not ended this long after its signal fired is let go. */
+  /** CANCEL_GRACE_MS: a cancelled handler that has not ended this long after its abort signal fired is let go. */
   cancelGraceMs?: number;
   statusThrottleMs?: number;
   retryLimit?: number;

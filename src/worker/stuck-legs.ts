@@ -4,7 +4,7 @@ import { coerceError, type Logger } from '../log.ts';
 import { renewStuckMarks, setLegStuck, STUCK_MARK_RENEW_MS } from '../tasks/store/attempt-ends.ts';
 import type { RunningAttempts } from './outcome.ts';
 
-/** An attempt the lease keeper stopped: its task, its number, and the controller its signal fired on. */
+/** An attempt the lease keeper stopped: its task, its number, and the controller whose abort signal fired. */
 export interface Stopped {
   taskId: string;
   attempt: number;

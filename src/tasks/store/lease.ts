@@ -132,7 +132,7 @@ export function claimCtes(
 ): RawBuilder<unknown> {
   const columns = sql.join(CLAIMED_COLUMNS.map((c) => sql.raw(`t.${c}`)));
   // A task with a concurrency key is claimed only where its key's running legs are counted under a lock
-  // (concurrency.ts), never in passing.
+  // (claim.ts: claimKeyedTask, runningLegs), never in passing.
   const keyFilter = keyed ? sql`` : sql`and concurrency_key is null`;
   return sql`target as (
       select task_id, attempt, leased_by, lease_expires_at from tasks
