@@ -8,8 +8,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { CHANNELS } from '../src/events/change-feed.ts';
 import { hashToken } from '../src/http/auth/static-tokens.ts';
-import { openLegacySession, openSessionGet } from '../test/helpers/legacy-session.ts';
-import { legacyHeaders, readReply } from '../test/helpers/mcp.ts';
+import { openRev2025Session, openSessionGet } from '../test/helpers/rev2025-session.ts';
+import { rev2025Headers, readReply } from '../test/helpers/mcp.ts';
 import type { SseStream } from '../test/helpers/sse.ts';
 import {
   DURATION,
@@ -120,7 +120,7 @@ const idleStreams =
   (n: number): Holding =>
   async (url) => {
     const open: SseStream[] = [];
-    const session = await openLegacySession(url, {}, bearer('bob'));
+    const session = await openRev2025Session(url, {}, bearer('bob'));
     for (let i = 0; i < n; i++) open.push(await openSessionGet(url, session, undefined, bearer('bob')));
     return async () => {
       for (const s of open) s.close();
@@ -131,12 +131,12 @@ const idleStreams =
 const resultWaits =
   (n: number): Holding =>
   async (url) => {
-    const session = await openLegacySession(url, { tasks: {} }, bearer('bob'));
+    const session = await openRev2025Session(url, { tasks: {} }, bearer('bob'));
     let id = 0;
     const post = (method: string, params: object, signal?: AbortSignal) =>
       fetch(url, {
         method: 'POST',
-        headers: legacyHeaders({ sessionId: session }, bearer('bob')),
+        headers: rev2025Headers({ sessionId: session }, bearer('bob')),
         body: JSON.stringify({ jsonrpc: '2.0', id: ++id, method, params }),
         ...(signal === undefined ? {} : { signal }),
       });

@@ -5,7 +5,7 @@
  * (stateless). One session per connection, each connection one request at a time; then CONNECTIONS requests
  * in flight on one session. All three run at once and take turns in rounds (see ROUNDS).
  */
-import { initializeRequest, legacyHeaders, readReply } from '../test/helpers/mcp.ts';
+import { initializeRequest, rev2025Headers, readReply } from '../test/helpers/mcp.ts';
 import {
   CONNECTIONS,
   DURATION,
@@ -27,8 +27,8 @@ const SESSIONS = CONNECTIONS;
 /** The headers of a request of `sessionId`'s, as an SDK 1.x client sends them (the version header even before a session). */
 const sessionHeaders = (sessionId?: string): Record<string, string> =>
   sessionId === undefined
-    ? legacyHeaders({}, { 'mcp-protocol-version': SESSION_VERSION })
-    : legacyHeaders({ sessionId, protocolVersion: SESSION_VERSION });
+    ? rev2025Headers({}, { 'mcp-protocol-version': SESSION_VERSION })
+    : rev2025Headers({ sessionId, protocolVersion: SESSION_VERSION });
 
 const rpc = (method: string, params: object, id: number | string = 1) =>
   JSON.stringify({ jsonrpc: '2.0', id, method, params });

@@ -4,8 +4,8 @@ import { CHANNELS } from '../../src/events/change-feed.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { settledDbActivity, type DbActivity } from '../helpers/db-activity.ts';
-import { openLegacySession, openSessionGet } from '../helpers/legacy-session.ts';
-import { legacyHeaders, listen, RawMcp } from '../helpers/mcp.ts';
+import { openRev2025Session, openSessionGet } from '../helpers/rev2025-session.ts';
+import { rev2025Headers, listen, RawMcp } from '../helpers/mcp.ts';
 import { startTestProcess } from '../helpers/server-process.ts';
 import type { SseStream } from '../helpers/sse.ts';
 import { waiter } from '../helpers/test-tools.ts';
@@ -64,7 +64,7 @@ async function run(streams: Streams): Promise<{ activity: DbActivity; changes: n
     try {
       const mcp = new RawMcp(rt.url);
       for (let i = 0; i < streams.gets; i++) {
-        open.push(await openSessionGet(rt.url, await openLegacySession(rt.url)));
+        open.push(await openSessionGet(rt.url, await openRev2025Session(rt.url)));
       }
       const taskIds: string[] = [];
       for (let i = 0; i < TASKS; i++) {
@@ -74,11 +74,11 @@ async function run(streams: Streams): Promise<{ activity: DbActivity; changes: n
       const listens: SseStream[] = [];
       for (let i = 0; i < streams.listens; i++) listens.push(await listen(rt.url, { taskIds }));
       open.push(...listens);
-      const resultSession = await openLegacySession(rt.url);
+      const resultSession = await openRev2025Session(rt.url);
       const waits = Array.from({ length: streams.resultWaits }, (_, i) =>
         fetch(rt.url, {
           method: 'POST',
-          headers: legacyHeaders({ sessionId: resultSession }),
+          headers: rev2025Headers({ sessionId: resultSession }),
           body: JSON.stringify({
             jsonrpc: '2.0',
             id: i,

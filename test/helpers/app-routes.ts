@@ -6,7 +6,7 @@
  */
 import type { Hono } from 'hono';
 import { inspectRoutes } from 'hono/dev';
-import { legacyHeaders, mcpHeaders, mcpRequest } from './mcp.ts';
+import { rev2025Headers, mcpHeaders, mcpRequest } from './mcp.ts';
 
 /** A route as the app registers it: `METHOD /pattern`, e.g. `POST /signals/:token`. */
 export type Route = string;
@@ -63,7 +63,7 @@ const form = (ctx: RouteContext, fields: Record<string, string>): RequestInit =>
 /** A 2025-11-25 request on a session: GET opens its stream, DELETE ends it. */
 const onSession = (method: 'GET' | 'DELETE') => (ctx: RouteContext) => ({
   path: '/mcp',
-  init: { method, headers: legacyHeaders({ sessionId: ctx.sessionId }, mcpAuth(ctx)) },
+  init: { method, headers: rev2025Headers({ sessionId: ctx.sessionId }, mcpAuth(ctx)) },
 });
 
 const artifact = (method: 'GET' | 'HEAD') => (ctx: RouteContext) => ({

@@ -97,7 +97,7 @@ export function mcpRequest(method: string, params: Params = {}, opts: RequestOpt
 // 2025-11-25: initialize mints a session; every later request names it.
 
 /** The headers of a 2025-11-25 request: before `initialize` without a session, after it with one. */
-export function legacyHeaders(
+export function rev2025Headers(
   opts: { sessionId?: string; protocolVersion?: string } = {},
   extra: Record<string, string> = {},
 ): Record<string, string> {

@@ -4,8 +4,8 @@ import { z } from 'zod';
 import { defineTool } from '../../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { countTasks } from '../helpers/db.ts';
-import { openLegacySession } from '../helpers/legacy-session.ts';
-import { legacyHeaders, mcpHeaders, mcpRequest, RawMcp, readReply } from '../helpers/mcp.ts';
+import { openRev2025Session } from '../helpers/rev2025-session.ts';
+import { rev2025Headers, mcpHeaders, mcpRequest, RawMcp, readReply } from '../helpers/mcp.ts';
 import { expectedAnalysis } from '../helpers/analysis.ts';
 import { useTestServer } from '../helpers/server-process.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -197,10 +197,10 @@ describe('tools/call', () => {
   });
 
   it('refuses an unknown argument at 2025-11-25 too', async () => {
-    const sessionId = await openLegacySession(server.rt.url);
+    const sessionId = await openRev2025Session(server.rt.url);
     const res = await fetch(server.rt.url, {
       method: 'POST',
-      headers: legacyHeaders({ sessionId }),
+      headers: rev2025Headers({ sessionId }),
       body: JSON.stringify({
         jsonrpc: '2.0',
         id: 1,

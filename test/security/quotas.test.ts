@@ -5,8 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool } from '../../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
-import { initializeRequest, legacyHeaders, readReply } from '../helpers/mcp.ts';
-import { openLegacySession, openSessionGet } from '../helpers/legacy-session.ts';
+import { initializeRequest, rev2025Headers, readReply } from '../helpers/mcp.ts';
+import { openRev2025Session, openSessionGet } from '../helpers/rev2025-session.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { useTestServer } from '../helpers/server-process.ts';
 
@@ -38,7 +38,7 @@ const server = useTestServer({
 async function initialize(clientInfo = { name: 'quota-test', version: '1.0.0' }) {
   const res = await fetch(server.rt.url, {
     method: 'POST',
-    headers: legacyHeaders(),
+    headers: rev2025Headers(),
     body: JSON.stringify(initializeRequest({ clientInfo })),
   });
   const reply = await readReply(res);
@@ -64,7 +64,7 @@ describe('MAX_SESSIONS_PER_PRINCIPAL', () => {
     });
     const ended = await fetch(server.rt.url, {
       method: 'DELETE',
-      headers: legacyHeaders({ sessionId: opened[0]!.sessionId! }),
+      headers: rev2025Headers({ sessionId: opened[0]!.sessionId! }),
     });
     expect(ended.status).toBe(200);
     const admitted = await initialize();
@@ -72,16 +72,16 @@ describe('MAX_SESSIONS_PER_PRINCIPAL', () => {
     expect(await refusalsOf('MAX_SESSIONS_PER_PRINCIPAL')).toBe(1);
     // The quota is the file's: the sessions go, for the tests after this one.
     for (const { sessionId } of [...opened.slice(1), admitted]) {
-      await fetch(server.rt.url, { method: 'DELETE', headers: legacyHeaders({ sessionId: sessionId! }) });
+      await fetch(server.rt.url, { method: 'DELETE', headers: rev2025Headers({ sessionId: sessionId! }) });
     }
   });
 });
 
 /** A 2025-11-25 request of `sessionId`, left open: resolves with the response once its headers arrive. */
-function legacyPost(sessionId: string, method: string, params: object, signal?: AbortSignal) {
+function rev2025Post(sessionId: string, method: string, params: object, signal?: AbortSignal) {
   return fetch(server.rt.url, {
     method: 'POST',
-    headers: legacyHeaders({ sessionId }),
+    headers: rev2025Headers({ sessionId }),
     body: JSON.stringify({ jsonrpc: '2.0', id: `${method}-${Math.random()}`, method, params }),
     ...(signal === undefined ? {} : { signal }),
   });
@@ -105,13 +105,13 @@ async function refusalsOf(limit: string): Promise<number> {
 
 describe('streams and waits one principal holds open on an instance', () => {
   it('MAX_GET_STREAMS_PER_PRINCIPAL: the next GET gets -31429 and 429, and one is admitted once a stream closes', async () => {
-    const sessionId = await openLegacySession(server.rt.url);
+    const sessionId = await openRev2025Session(server.rt.url);
     const first = await openSessionGet(server.rt.url, sessionId);
     const second = await openSessionGet(server.rt.url, sessionId);
     const before = await refusalsOf('MAX_GET_STREAMS_PER_PRINCIPAL');
     await expectRefused(
       await fetch(server.rt.url, {
-        headers: { ...legacyHeaders({ sessionId }), accept: 'text/event-stream' },
+        headers: { ...rev2025Headers({ sessionId }), accept: 'text/event-stream' },
       }),
       'MAX_GET_STREAMS_PER_PRINCIPAL',
     );
@@ -125,11 +125,11 @@ describe('streams and waits one principal holds open on an instance', () => {
   });
 
   it('MAX_RESULT_WAITS_PER_PRINCIPAL: the next tasks/result gets -31429 and 429, and one is admitted once a wait ends', async () => {
-    const sessionId = await openLegacySession(server.rt.url, { tasks: {} });
+    const sessionId = await openRev2025Session(server.rt.url, { tasks: {} });
     const taskIds: string[] = [];
     for (let i = 0; i < 3; i++) {
       const created = await readReply(
-        await legacyPost(sessionId, 'tools/call', {
+        await rev2025Post(sessionId, 'tools/call', {
           name: 'approved_export',
           arguments: { batches: 1 },
           task: { ttl: 60_000 },
@@ -140,20 +140,20 @@ describe('streams and waits one principal holds open on an instance', () => {
     // An admitted wait becomes an SSE stream after a second (its headers arrive then); a refusal is at once.
     const waits = taskIds.slice(0, 2).map(() => new AbortController());
     const open = await Promise.all(
-      waits.map((abort, i) => legacyPost(sessionId, 'tasks/result', { taskId: taskIds[i] }, abort.signal)),
+      waits.map((abort, i) => rev2025Post(sessionId, 'tasks/result', { taskId: taskIds[i] }, abort.signal)),
     );
     expect(open.map((res) => res.status)).toEqual([200, 200]);
     await expectRefused(
-      await legacyPost(sessionId, 'tasks/result', { taskId: taskIds[2] }),
+      await rev2025Post(sessionId, 'tasks/result', { taskId: taskIds[2] }),
       'MAX_RESULT_WAITS_PER_PRINCIPAL',
     );
     // A wait whose stream opened lasts until its task ends (its client may resume the stream elsewhere).
-    await readReply(await legacyPost(sessionId, 'tasks/cancel', { taskId: taskIds[0] }));
+    await readReply(await rev2025Post(sessionId, 'tasks/cancel', { taskId: taskIds[0] }));
     await readReply(open[0]!);
     const admitted = new AbortController();
     await waitFor(
       async () => {
-        const res = await legacyPost(sessionId, 'tasks/result', { taskId: taskIds[2] }, admitted.signal);
+        const res = await rev2025Post(sessionId, 'tasks/result', { taskId: taskIds[2] }, admitted.signal);
         if (res.status === 200) return true;
         await res.arrayBuffer();
         return false;

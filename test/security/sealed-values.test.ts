@@ -10,8 +10,8 @@ import { parseTaskInputRequestId } from '../../src/rev2025-11-25/task-input.ts';
 import { listTasks } from '../../src/tasks/store/list.ts';
 import { defineTool } from '../../src/tools/define.ts';
 import { digest } from '../../src/tools/request-state.ts';
-import { openLegacySession } from '../helpers/legacy-session.ts';
-import { legacyHeaders, readReply } from '../helpers/mcp.ts';
+import { openRev2025Session } from '../helpers/rev2025-session.ts';
+import { rev2025Headers, readReply } from '../helpers/mcp.ts';
 import { useTestServer } from '../helpers/server-process.ts';
 import { lastCharacterSwapped, sameBytes, tamperVariants } from '../helpers/tamper.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -202,13 +202,13 @@ describe('tasks/list cursors (2025-11-25)', () => {
     const page = await listTasks(server.rt.db, 'local', { limit: 1 });
     const cursor = page.nextCursor!;
     expect(sameBytes(cursor, lastCharacterSwapped(cursor))).toBe(true);
-    const sessionId = await openLegacySession(server.rt.url, { elicitation: {} });
+    const sessionId = await openRev2025Session(server.rt.url, { elicitation: {} });
     const list = async (c: string) =>
       (
         await readReply(
           await fetch(server.rt.url, {
             method: 'POST',
-            headers: legacyHeaders({ sessionId }),
+            headers: rev2025Headers({ sessionId }),
             body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/list', params: { cursor: c } }),
           }),
         )

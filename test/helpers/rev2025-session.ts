@@ -1,18 +1,18 @@
-import { initializeRequest, legacyHeaders, readReply } from './mcp.ts';
+import { initializeRequest, rev2025Headers, readReply } from './mcp.ts';
 import { readSse, type SseStream } from './sse.ts';
 
 /**
  * Opens a 2025-11-25 session (initialize, then notifications/initialized) and returns its id; `headers`
  * go on both (e.g. a bearer token).
  */
-export async function openLegacySession(
+export async function openRev2025Session(
   url: string,
   capabilities: Record<string, unknown> = {},
   headers: Record<string, string> = {},
 ): Promise<string> {
   const res = await fetch(url, {
     method: 'POST',
-    headers: legacyHeaders({}, headers),
+    headers: rev2025Headers({}, headers),
     body: JSON.stringify(initializeRequest({ capabilities })),
   });
   const reply = await readReply(res);
@@ -21,7 +21,7 @@ export async function openLegacySession(
     throw new Error(`initialize failed: HTTP ${reply.status} ${reply.text}`);
   const initialized = await fetch(url, {
     method: 'POST',
-    headers: legacyHeaders({ sessionId }, headers),
+    headers: rev2025Headers({ sessionId }, headers),
     body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
   });
   await initialized.arrayBuffer();
@@ -43,7 +43,7 @@ export async function openSessionGet(
     method: 'GET',
     signal: abort.signal,
     headers: {
-      ...legacyHeaders({ sessionId }),
+      ...rev2025Headers({ sessionId }),
       accept: 'text/event-stream',
       ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }),
       ...headers,

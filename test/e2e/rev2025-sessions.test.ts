@@ -12,7 +12,7 @@ import { defineTool, type ToolDefinition } from '../../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startTestProcess } from '../helpers/server-process.ts';
-import { initializeRequest, legacyHeaders, readReply, type RpcReply } from '../helpers/mcp.ts';
+import { initializeRequest, rev2025Headers, readReply, type RpcReply } from '../helpers/mcp.ts';
 import { readSse } from '../helpers/sse.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -67,7 +67,7 @@ afterAll(async () => {
 async function post(url: string, body: object, headers: Record<string, string> = {}): Promise<RpcReply> {
   const res = await fetch(url, {
     method: 'POST',
-    headers: { ...legacyHeaders(), ...headers },
+    headers: { ...rev2025Headers(), ...headers },
     body: JSON.stringify(body),
   });
   return readReply(res);
@@ -130,7 +130,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
       protocolVersion: '2025-11-25',
       serverInfo: { name: 'durable-mcp-tasks' },
     });
-    const headers = legacyHeaders({ sessionId });
+    const headers = rev2025Headers({ sessionId });
     expect((await post(b.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers)).status).toBe(
       202,
     );
@@ -146,7 +146,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
   it('DELETE on either instance is a 404 on both at once, for sessions both have served', async () => {
     for (let i = 0; i < 10; i++) {
       const { sessionId } = await initialize(i % 2 === 0 ? a.url : b.url);
-      const headers = legacyHeaders({ sessionId });
+      const headers = rev2025Headers({ sessionId });
       const list = { jsonrpc: '2.0', id: 2, method: 'tools/list' };
       // Both instances hold it in memory now.
       for (const url of [a.url, b.url]) expect((await post(url, list, headers)).status).toBe(200);
@@ -159,7 +159,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
 
   it('answers requests that need no stream as JSON, writing nothing: no event logged, the session row untouched', async () => {
     const { sessionId } = await initialize(a.url);
-    const headers = legacyHeaders({ sessionId });
+    const headers = rev2025Headers({ sessionId });
     const rowVersion = async () =>
       (
         await tdb.db
@@ -192,7 +192,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
 
   it('a call still running after a second streams, primed and logged, and resumes on the other instance', async () => {
     const { sessionId } = await initialize(a.url);
-    const headers = legacyHeaders({ sessionId });
+    const headers = rev2025Headers({ sessionId });
     const abort = new AbortController();
     // Synchronous (no params.task): 3 chunks of 600 ms, in the HTTP process.
     const res = await fetch(a.url, {
@@ -226,7 +226,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
     const { sessionId } = await initialize(a.url, '2025-11-25', {
       extensions: { 'io.modelcontextprotocol/tasks': {} },
     });
-    const headers = legacyHeaders({ sessionId });
+    const headers = rev2025Headers({ sessionId });
     const called = await post(
       b.url,
       {
@@ -245,7 +245,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
 
   it('the answer to a server request may land on the other instance', async () => {
     const { sessionId } = await initialize(a.url, '2025-11-25', { elicitation: {} });
-    const headers = legacyHeaders({ sessionId });
+    const headers = rev2025Headers({ sessionId });
     const res = await fetch(a.url, {
       method: 'POST',
       headers,
@@ -279,7 +279,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
     const listed = await post(
       a.url,
       { jsonrpc: '2.0', id: 2, method: 'tools/list' },
-      legacyHeaders({ sessionId, protocolVersion: '2025-06-18' }),
+      rev2025Headers({ sessionId, protocolVersion: '2025-06-18' }),
     );
     const tools = listed.messages.at(-1)!.result.tools as Array<Record<string, unknown>>;
     expect(tools.every((t) => !('execution' in t))).toBe(true);
@@ -303,7 +303,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
 
   it('resources/subscribe: a URI over 2,048 characters or with a NUL is -32602; a server without resources of its own serves its artifacts', async () => {
     const { sessionId } = await initialize(a.url, '2025-11-25');
-    const headers = legacyHeaders({ sessionId });
+    const headers = rev2025Headers({ sessionId });
     for (const uri of ['test://' + 'x'.repeat(9_000), 'test://a\u0000b']) {
       const reply = await post(
         a.url,
@@ -319,7 +319,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
       const templates = await post(
         bare.url,
         { jsonrpc: '2.0', id: 4, method: 'resources/templates/list', params: {} },
-        legacyHeaders({ sessionId: session.sessionId }),
+        rev2025Headers({ sessionId: session.sessionId }),
       );
       expect(templates.body).toMatchObject({
         result: { resourceTemplates: [{ uriTemplate: 'tasks://{taskId}/artifacts/{name}' }] },
@@ -331,7 +331,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
 
   it("the session stream (GET, on the other instance) carries list changes, updates of subscribed resources and its tasks' status", async () => {
     const { sessionId } = await initialize(a.url, '2025-11-25', { elicitation: {} });
-    const headers = legacyHeaders({ sessionId });
+    const headers = rev2025Headers({ sessionId });
     await post(
       a.url,
       { jsonrpc: '2.0', id: 2, method: 'resources/subscribe', params: { uri: 'test://watched' } },
@@ -381,7 +381,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
 
   it('notifications/cancelled, sent to the other instance, stops a call waiting for the client', async () => {
     const { sessionId } = await initialize(a.url, '2025-11-25', { elicitation: {} });
-    const headers = legacyHeaders({ sessionId });
+    const headers = rev2025Headers({ sessionId });
     const res = await fetch(a.url, {
       method: 'POST',
       headers,
@@ -412,7 +412,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
     try {
       const idle = await initialize(short.url);
       const busy = await initialize(short.url);
-      const headersOf = (sessionId: string) => legacyHeaders({ sessionId });
+      const headersOf = (sessionId: string) => rev2025Headers({ sessionId });
       // The TTL is the property under test: the busy session is used every 200 ms for 2.5 TTLs.
       for (const until = Date.now() + 2_500; Date.now() < until;) {
         const ping = await post(

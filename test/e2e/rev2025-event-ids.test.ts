@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createServerEvents } from '../../src/events/server-events.ts';
-import { openLegacySession, openSessionGet } from '../helpers/legacy-session.ts';
+import { openRev2025Session, openSessionGet } from '../helpers/rev2025-session.ts';
 import { useTestServer } from '../helpers/server-process.ts';
 import type { SseStream } from '../helpers/sse.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -14,9 +14,9 @@ describe('2025-11-25 SSE event ids', () => {
   it("count the session's own events only, and resume its stream", async () => {
     const { rt } = server;
     const events = createServerEvents(rt.db);
-    const mine = await openSessionGet(rt.url, await openLegacySession(rt.url));
+    const mine = await openSessionGet(rt.url, await openRev2025Session(rt.url));
     const others: SseStream[] = [];
-    for (let i = 0; i < 5; i++) others.push(await openSessionGet(rt.url, await openLegacySession(rt.url)));
+    for (let i = 0; i < 5; i++) others.push(await openSessionGet(rt.url, await openRev2025Session(rt.url)));
     const open = [mine, ...others];
     try {
       // Each list change is an event on each of the six streams: the cluster's traffic, six at a time.

@@ -4,7 +4,7 @@ import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedAnalysis } from '../helpers/analysis.ts';
-import { legacyHeaders, RawMcp, readReply } from '../helpers/mcp.ts';
+import { rev2025Headers, RawMcp, readReply } from '../helpers/mcp.ts';
 import { useTestServer } from '../helpers/server-process.ts';
 
 // 2025-11-25 tasks, driven by the client most hosts run: @modelcontextprotocol/sdk 1.x.
@@ -34,7 +34,7 @@ afterAll(async () => {
 async function sendInSession(message: Record<string, unknown>) {
   const res = await fetch(server.rt.url, {
     method: 'POST',
-    headers: legacyHeaders({ sessionId: transport.sessionId! }),
+    headers: rev2025Headers({ sessionId: transport.sessionId! }),
     body: JSON.stringify({ jsonrpc: '2.0', ...message }),
   });
   // A JSON answer, the message of an SSE answer, or none (202: readReply's body is then `{}`).

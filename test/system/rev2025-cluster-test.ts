@@ -1,12 +1,12 @@
 /**
- * The session-era cluster test (`npm run test:legacy-cluster`, run by .ci/run): the client most MCP
+ * The session-era cluster test (`npm run test:rev2025-cluster`, run by .ci/run): the client most MCP
  * hosts run today, @modelcontextprotocol/sdk 1.x (2025-11-25, `Mcp-Session-Id`), against real nginx
  * round-robin (no stickiness) in front of two HTTP instances, with two separate worker processes and a
  * private Postgres. Every request of the session may land on either instance: the GET stream, the
  * answers to elicitation requests, tasks/result. One worker is SIGKILLed while it runs a task, which
  * still completes on the other. Prints each check; exits non-zero on any failure.
  *
- *   node --import tsx test/system/legacy-cluster-test.ts
+ *   node --import tsx test/system/rev2025-cluster-test.ts
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
@@ -20,7 +20,7 @@ import { startCluster, timedLog } from '../helpers/system/cluster.ts';
 const log = timedLog();
 
 const cluster = await startCluster({
-  name: 'legacy-cluster',
+  name: 'rev2025-cluster',
   pooler: 'none',
   env: {
     LOG_LEVEL: 'warn',

@@ -6,7 +6,7 @@ import { CreateTaskResultSchema, ElicitRequestSchema } from '@modelcontextprotoc
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ServerProcess } from '../../src/process/start.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { initializeRequest, legacyHeaders, readReply } from '../helpers/mcp.ts';
+import { initializeRequest, rev2025Headers, readReply } from '../helpers/mcp.ts';
 import { startTestProcess } from '../helpers/server-process.ts';
 import { readSse, type SseStream } from '../helpers/sse.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -33,7 +33,7 @@ afterAll(async () => {
 async function openSession(url: string): Promise<string> {
   const res = await fetch(url, {
     method: 'POST',
-    headers: legacyHeaders(),
+    headers: rev2025Headers(),
     body: JSON.stringify(
       initializeRequest({
         capabilities: { elicitation: {}, tasks: {} },
@@ -49,7 +49,7 @@ async function openSession(url: string): Promise<string> {
 async function post(url: string, sessionId: string, message: object) {
   const res = await fetch(url, {
     method: 'POST',
-    headers: legacyHeaders({ sessionId }),
+    headers: rev2025Headers({ sessionId }),
     body: JSON.stringify({ jsonrpc: '2.0', ...message }),
   });
   return readReply(res);
@@ -59,7 +59,7 @@ async function post(url: string, sessionId: string, message: object) {
 async function getStream(url: string, sessionId: string): Promise<SseStream> {
   const abort = new AbortController();
   const res = await fetch(url, {
-    headers: { ...legacyHeaders({ sessionId }), accept: 'text/event-stream' },
+    headers: { ...rev2025Headers({ sessionId }), accept: 'text/event-stream' },
     signal: abort.signal,
   });
   expect(res.status).toBe(200);
