@@ -5,55 +5,47 @@
  * pg-boss; the two sides are driven step by step to hold the race's order.
  */
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BossTaskQueue, createBoss, RUN_QUEUE } from '../../src/queue/boss.ts';
+import { describe, expect, it } from 'vitest';
+import { BossTaskQueue, RUN_QUEUE } from '../../src/queue/boss.ts';
 import { TaskService } from '../../src/tasks/service.ts';
 import { claimTask } from '../../src/tasks/store/claim.ts';
 import { createSignal, readSignal } from '../../src/tasks/store/signals.ts';
 import { handBack } from '../../src/worker/settle.ts';
-import { createTestDatabase, insertTestTask, type TestDatabase } from '../helpers/db.ts';
+import { useDatabaseWithBoss } from '../helpers/database-with-boss.ts';
+import { insertTestTask } from '../helpers/db.ts';
 
-let tdb: TestDatabase;
-let boss: ReturnType<typeof createBoss>;
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  boss = createBoss({ connectionString: tdb.url, max: 2 });
-  boss.on('error', () => {});
-  await boss.start();
-});
-afterAll(async () => {
-  await boss?.stop({ graceful: false, close: true });
-  await tdb?.drop();
-});
+const setup = useDatabaseWithBoss();
 
 /** The task's run jobs still to be fetched, with how long until each is due (ms). */
 async function runsOf(taskId: string): Promise<number[]> {
   const { rows } = await sql<{ due_in_ms: number }>`
     select extract(epoch from start_after - now()) * 1000 as due_in_ms from pgboss.job
-     where name = ${RUN_QUEUE} and data->>'taskId' = ${taskId} and state = 'created'`.execute(tdb.db);
+     where name = ${RUN_QUEUE} and data->>'taskId' = ${taskId} and state = 'created'`.execute(setup.tdb.db);
   return rows.map((r) => Number(r.due_in_ms));
 }
 
 describe('parking a task that waits for a signal', () => {
   it('runs it at once when the signal was delivered while its attempt still held it', async () => {
-    const queue = new BossTaskQueue(boss);
-    const taskId = await insertTestTask(tdb.db, { ttlMs: 3_600_000 });
-    const attempt = (await claimTask(tdb.db, taskId, 'worker-a', 60_000))!;
+    const queue = new BossTaskQueue(setup.boss);
+    const taskId = await insertTestTask(setup.tdb.db, { ttlMs: 3_600_000 });
+    const attempt = (await claimTask(setup.tdb.db, taskId, 'worker-a', 60_000))!;
     const token = 'T'.repeat(32);
-    await createSignal(tdb.db, { taskId, attempt: attempt.attempt, name: 'go', token });
+    await createSignal(setup.tdb.db, { taskId, attempt: attempt.attempt, name: 'go', token });
     // The wait looks: not delivered yet.
-    expect((await readSignal(tdb.db, taskId, 'go'))?.deliveredAt).toBeNull();
+    expect((await readSignal(setup.tdb.db, taskId, 'go'))?.deliveredAt).toBeNull();
     // The delivery lands now; its run is fetched, and its claim turned away: worker-a holds the lease.
-    expect(await new TaskService({ db: tdb.db, queue }).deliverSignal(token, { ok: true })).toBe('delivered');
-    const fetched = await boss.fetch(RUN_QUEUE, { batchSize: 10 });
+    expect(await new TaskService({ db: setup.tdb.db, queue }).deliverSignal(token, { ok: true })).toBe(
+      'delivered',
+    );
+    const fetched = await setup.boss.fetch(RUN_QUEUE, { batchSize: 10 });
     expect(fetched.map((j) => (j.data as { taskId: string }).taskId)).toEqual([taskId]);
-    expect(await claimTask(tdb.db, taskId, 'worker-b', 60_000)).toBeUndefined();
-    await boss.complete(
+    expect(await claimTask(setup.tdb.db, taskId, 'worker-b', 60_000)).toBeUndefined();
+    await setup.boss.complete(
       RUN_QUEUE,
       fetched.map((j) => j.id),
     );
     // The leg parks, as waitForSignal asked: until its recheck, a day away.
-    await handBack({ db: tdb.db, queue }, attempt, {
+    await handBack({ db: setup.tdb.db, queue }, attempt, {
       failed: false,
       delayMs: 24 * 3_600_000,
       statusMessage: 'Waiting for signal go',

@@ -4,9 +4,9 @@
  * an operator never reads "paused" of a task that a crash between the log line and the write left
  * running elsewhere. Real Postgres, real pg-boss; settle() driven directly with an attempt taken over.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.ts';
-import { BossTaskQueue, createBoss } from '../../src/queue/boss.ts';
+import { BossTaskQueue } from '../../src/queue/boss.ts';
 import { claimTask } from '../../src/tasks/store/claim.ts';
 import { finishAttempts } from '../../src/tasks/store/finish.ts';
 import type { ClaimedTask } from '../../src/tasks/store/lease.ts';
@@ -14,20 +14,10 @@ import { ProtocolError, ProtocolErrorCode } from '../../src/core/errors.ts';
 import type { LegDeps, LegScope } from '../../src/worker/leg-deps.ts';
 import type { LegOutcome } from '../../src/worker/outcome.ts';
 import { settle } from '../../src/worker/settle.ts';
-import { createTestDatabase, insertTestTask, type TestDatabase } from '../helpers/db.ts';
+import { useDatabaseWithBoss } from '../helpers/database-with-boss.ts';
+import { insertTestTask } from '../helpers/db.ts';
 
-let tdb: TestDatabase;
-let boss: ReturnType<typeof createBoss>;
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  boss = createBoss({ connectionString: tdb.url, max: 2 });
-  boss.on('error', () => {});
-  await boss.start();
-});
-afterAll(async () => {
-  await boss?.stop({ graceful: false, close: true });
-  await tdb?.drop();
-});
+const setup = useDatabaseWithBoss();
 
 /** The log lines settle() wrote, as [level, message]. */
 function capturedLog() {
@@ -49,30 +39,30 @@ function capturedLog() {
 
 /** A new task, claimed by worker-a (attempt 1). */
 async function claimedTask(): Promise<ClaimedTask> {
-  const taskId = await insertTestTask(tdb.db);
-  return (await claimTask(tdb.db, taskId, 'worker-a', 60_000))!;
+  const taskId = await insertTestTask(setup.tdb.db);
+  return (await claimTask(setup.tdb.db, taskId, 'worker-a', 60_000))!;
 }
 
 /** A task claimed by worker-a (attempt 1), its lease lapsed, and taken over by worker-b (attempt 2). */
 async function attemptTakenOver(): Promise<ClaimedTask> {
   const first = await claimedTask();
   const { taskId } = first;
-  await tdb.db
+  await setup.tdb.db
     .updateTable('tasks')
     .set({ lease_expires_at: new Date(Date.now() - 1_000) })
     .where('task_id', '=', taskId)
     .execute();
-  expect((await claimTask(tdb.db, taskId, 'worker-b', 60_000))?.attempt).toBe(2);
+  expect((await claimTask(setup.tdb.db, taskId, 'worker-b', 60_000))?.attempt).toBe(2);
   return first;
 }
 
 async function settleLogs(task: ClaimedTask, outcome: LegOutcome): Promise<Array<[string, string]>> {
   const { log, lines } = capturedLog();
   const deps = {
-    db: tdb.db,
-    queue: new BossTaskQueue(boss),
+    db: setup.tdb.db,
+    queue: new BossTaskQueue(setup.boss),
     writes: {
-      finish: async (f) => (await finishAttempts(tdb.db, [f]))[0] === true,
+      finish: async (f) => (await finishAttempts(setup.tdb.db, [f]))[0] === true,
       saveStep: () => Promise.resolve(),
     },
     log,
@@ -117,7 +107,7 @@ describe('settling a crashed attempt that lost its task', () => {
       'warn',
       'handler crashed; no attempts left: the task is paused until an operator resumes it',
     ]);
-    const row = await tdb.db
+    const row = await setup.tdb.db
       .selectFrom('tasks')
       .select('paused_at')
       .where('task_id', '=', taskId)
