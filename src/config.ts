@@ -325,7 +325,19 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   return Object.freeze(parsed.data);
 }
 
-/** The origin the links a server hands out name (signal deliveries, artifact downloads): PUBLIC_URL, or http://HOST:PORT. */
-export function publicOrigin(config: Pick<Config, 'PUBLIC_URL' | 'HOST' | 'PORT'>): string {
-  return config.PUBLIC_URL?.replace(/\/$/, '') ?? `http://${config.HOST}:${config.PORT}`;
+/** `http://HOST:port`, an IPv6 HOST in brackets: where this process listens. */
+export function listenOrigin(config: Pick<Config, 'HOST'>, port: number): string {
+  const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
+  return `http://${host}:${port}`;
+}
+
+/**
+ * The origin the links a server hands out name (signal deliveries, artifact downloads, OAuth metadata):
+ * PUBLIC_URL without trailing slashes, or http://HOST:port (port defaults to PORT).
+ */
+export function publicOrigin(
+  config: Pick<Config, 'PUBLIC_URL' | 'HOST' | 'PORT'>,
+  port: number = config.PORT,
+): string {
+  return config.PUBLIC_URL?.replace(/\/+$/, '') ?? listenOrigin(config, port);
 }

@@ -16,9 +16,8 @@ import {
 } from '../tasks/store/pause.ts';
 import { forkTask, ForkRefusedError, type ForkedSignal } from '../tasks/store/fork.ts';
 import { cliActor, withDb } from './operator-db.ts';
+import { print, printJson } from './operator-print.ts';
 import { parseDuration, table } from './operator-text.ts';
-
-const print = (text: string): void => void process.stdout.write(text);
 
 interface ResumeOptions {
   tool?: string;
@@ -64,7 +63,7 @@ export function addTaskActionCommands(tasks: Command): void {
           queue: true,
         },
       );
-      if (opts.json === true) return print(`${JSON.stringify({ resumed }, null, 2)}\n`);
+      if (opts.json === true) return printJson({ resumed });
       for (const id of resumed) print(`${id}: resumed\n`);
       for (const id of bulk ? [] : taskIds.filter((t) => !resumed.includes(t))) {
         print(`${id}: not paused (no such task, or not paused now)\n`);
@@ -93,9 +92,8 @@ export function addTaskActionCommands(tasks: Command): void {
         if (err instanceof ForkRefusedError) throw new Error(err.message);
         throw err;
       });
-      const signals = forked.signals.map(signalLink);
-      if (opts.json === true)
-        return print(`${JSON.stringify({ taskId: forked.taskId, forkedFrom: taskId, signals }, null, 2)}\n`);
+      const signals = signalLinks(forked.signals);
+      if (opts.json === true) return printJson({ taskId: forked.taskId, forkedFrom: taskId, signals });
       print(
         `${forked.taskId}: forked from ${taskId}${opts.fromStep === undefined ? '' : ` at step ${opts.fromStep}`}\n`,
       );
@@ -107,14 +105,19 @@ export function addTaskActionCommands(tasks: Command): void {
 }
 
 /**
- * A fork's pending signal as its deliverer needs it: the URL the server would hand out for its token
- * (as the worker builds it: PUBLIC_URL, or http://HOST:PORT, + /signals/{token}).
+ * A fork's pending signals as their deliverer needs them: the URL the server would hand out for each
+ * token (as the worker builds it: PUBLIC_URL, or http://HOST:PORT, + /signals/{token}).
  */
-function signalLink({ name, token, timeoutAt }: ForkedSignal) {
+function signalLinks(signals: readonly ForkedSignal[]) {
+  if (signals.length === 0) return [];
   const origin = publicOrigin(
     loadConfig({ PUBLIC_URL: process.env.PUBLIC_URL, HOST: process.env.HOST, PORT: process.env.PORT }),
   );
-  return { name, url: `${origin}${signalPath(token)}`, timeoutAt: timeoutAt?.toISOString() ?? null };
+  return signals.map(({ name, token, timeoutAt }) => ({
+    name,
+    url: `${origin}${signalPath(token)}`,
+    timeoutAt: timeoutAt?.toISOString() ?? null,
+  }));
 }
 
 /**
@@ -143,7 +146,7 @@ function printDryRun(
   opts: ResumeOptions,
 ): void {
   if (opts.json === true) {
-    print(`${JSON.stringify({ wouldResume: total, tasks: found }, null, 2)}\n`);
+    printJson({ wouldResume: total, tasks: found });
     return;
   }
   const listed = found.length < total ? ` (the first ${found.length} listed)` : '';

@@ -34,7 +34,7 @@ function documents(property: unknown, word: string): boolean {
  * The argument `name` most likely stands for: the nearest by edit distance when at most a third of the
  * longer name differs, else the only one whose title or description has `name` as a word.
  */
-export function meantArgument(name: string, properties: Json): string | undefined {
+function meantArgument(name: string, properties: Json): string | undefined {
   const known = Object.keys(properties);
   const ranked = known
     .map((k) => ({ k, d: editDistance(name, k) }))

@@ -1,6 +1,7 @@
 import type { ServerType } from '@hono/node-server';
 import type { Hono } from 'hono';
-import type { Config } from '../config.ts';
+import { listenOrigin, publicOrigin, type Config } from '../config.ts';
+import { signalPath } from '../core/signal-delivery.ts';
 import { isUnreachable } from '../db/wait.ts';
 import type { ChangeFeed } from '../events/change-feed.ts';
 import type { ServerEvents } from '../events/server-events.ts';
@@ -141,6 +142,8 @@ function appOptions(
 ): AppOptions {
   const { config, log } = parts;
   const security = securityFromConfig(config, port);
+  // As the worker names them: PUBLIC_URL, else this endpoint's own origin (the port it serves).
+  const origin = publicOrigin(config, port);
   return {
     revisions,
     log,
@@ -168,6 +171,7 @@ function appOptions(
             db: parts.conn.db,
             queue: parts.queue,
             tools: parts.tools.list().map((t) => t.name),
+            signalUrl: (token) => `${origin}${signalPath(token)}`,
             log,
           },
   };
@@ -196,8 +200,7 @@ async function bind(
     config.REQUEST_TIMEOUT_MS,
   );
   if (listening.port !== config.PORT) app = buildApp(listening.port);
-  const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
-  const url = `http://${host}:${listening.port}/mcp`;
+  const url = `${listenOrigin(config, listening.port)}/mcp`;
   const server = listening.server;
   cleanups.push(() => closeServer(server as unknown as ClosableServer, shutdown, config.SHUTDOWN_GRACE_MS));
   log.info('listening', {

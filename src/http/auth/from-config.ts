@@ -1,4 +1,4 @@
-import type { Config } from '../../config.ts';
+import { publicOrigin, type Config } from '../../config.ts';
 import type { ResourceMetadata } from '../app.ts';
 import { LOOPBACK_HOST_NAMES } from '../origin.ts';
 import type { AuthMiddlewareOptions } from './middleware.ts';
@@ -10,18 +10,12 @@ export function isLoopbackHost(host: string): boolean {
   return ['127.0.0.1', '::1', 'localhost'].includes(host) || host.startsWith('127.');
 }
 
-export function publicBaseUrl(config: Config, port: number): string {
-  if (config.PUBLIC_URL !== undefined) return config.PUBLIC_URL.replace(/\/+$/, '');
-  const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
-  return `http://${host}:${port}`;
-}
-
 /** Authentication and Host checks from the configuration; refuses unsafe combinations at start-up. */
 export function securityFromConfig(
   config: Config,
   port: number,
 ): { auth: AuthMiddlewareOptions; resourceMetadata: ResourceMetadata | undefined; allowedHosts: string[] } {
-  const base = publicBaseUrl(config, port);
+  const base = publicOrigin(config, port);
   const listed = config.ALLOWED_HOSTS.split(',')
     .map((h) => h.trim())
     .filter((h) => h !== '');

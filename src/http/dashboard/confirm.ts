@@ -122,7 +122,12 @@ function confirmForkPage(viewer: Viewer, history: TaskHistory): Html {
  * A fork that waits for signals under new URLs (its source's never reach it): shown once, after the
  * fork, since only the new task's deliverer can use them and no page shows them again.
  */
-export function forkedPage(viewer: Viewer, sourceId: string, fork: Fork, origin: string): Html {
+export function forkedPage(
+  viewer: Viewer,
+  sourceId: string,
+  fork: Fork,
+  signalUrl: (token: string) => string,
+): Html {
   return layout(
     `Forked ${sourceId}`,
     html`<section class="confirm forked">
@@ -137,7 +142,7 @@ export function forkedPage(viewer: Viewer, sourceId: string, fork: Fork, origin:
         ${fork.signals.map(
           (s) =>
             html`<li>
-              <b>${s.name}</b>: <code class="signal-url">${origin}/signals/${s.token}</code>
+              <b>${s.name}</b>: <code class="signal-url">${signalUrl(s.token)}</code>
               ${s.timeoutAt === null ? '' : html`(until ${s.timeoutAt.toISOString()})`}
             </li>`,
         )}

@@ -19,6 +19,8 @@ export interface TaskActionOptions {
   /** The run queue: a resume and a fork queue the task's next run. */
   queue: Parameters<typeof resumeTasks>[1];
   log: Logger;
+  /** A signal's delivery URL for its token, on the public origin (as the worker and `tasks fork` name it). */
+  signalUrl: (token: string) => string;
 }
 
 /** The longest step name a fork form may send (a step's name is the tool's own string). */
@@ -28,12 +30,6 @@ export const viewerOf = (c: Context<Env>): Viewer => ({ csrf: c.get('csrf'), act
 
 const notFound = (c: Context<Env>) =>
   c.html(layout('Not found', html`<p>No task ${c.req.param('id')?.slice(0, 64)}.</p>`, viewerOf(c)), 404);
-
-/**
- * The site's origin as the operator's browser sees it (the form's Origin, which sameOriginForms checked),
- * where the signal endpoint is too: the dashboard is served by the same server.
- */
-const siteOrigin = (c: Context<Env>) => c.req.header('origin') ?? new URL(c.req.url).origin;
 
 /** Adds the three actions' confirmation pages (GET) and their forms' targets (POST) to `app`. */
 export function addTaskActions(app: Hono<Env>, auth: MiddlewareHandler<Env>, opts: TaskActionOptions): void {
@@ -94,7 +90,7 @@ export function addTaskActions(app: Hono<Env>, auth: MiddlewareHandler<Env>, opt
       opts.log.info('dashboard fork', { taskId, actor, newTaskId: fork.taskId, fromStep });
       if (fork.signals.length === 0) return c.redirect(taskHref(fork.taskId), 303);
       // Its pending signals' new URLs are shown once, here: nowhere else has them.
-      return c.html(forkedPage(viewerOf(c), taskId, fork, siteOrigin(c)));
+      return c.html(forkedPage(viewerOf(c), taskId, fork, opts.signalUrl));
     } catch (err) {
       if (err instanceof TaskNotFoundError) return notFound(c);
       if (!(err instanceof ForkRefusedError)) throw err;
