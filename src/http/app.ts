@@ -2,7 +2,6 @@ import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from '../log.ts';
 import { ProtocolErrorCode } from '../core/errors.ts';
-import { jsonDepth } from '../core/json-depth.ts';
 import { MCP_PATH } from '../core/wire.ts';
 import { SIGNALS_PATH } from '../core/signal-delivery.ts';
 import { authMiddleware, type AuthEnv, type AuthMiddlewareOptions } from './auth/middleware.ts';
@@ -12,7 +11,7 @@ import { operationalRoutes, type OperationalOptions } from './health.ts';
 import { signalRoutes, type SignalRoutesOptions } from './signals.ts';
 import { hostCheck, originCheck } from './origin.ts';
 import type { RevisionBinding, RevisionTransport } from '../protocol/revision.ts';
-import type { IsDatabaseUnavailable } from '../core/unavailable.ts';
+import { databaseUnavailableError, type IsDatabaseUnavailable } from '../core/unavailable.ts';
 import { databaseUnavailable } from './unavailable.ts';
 
 /** RFC 9728 Protected Resource Metadata, served when the server is an OAuth resource server. */
@@ -90,7 +89,8 @@ export function mcpBodyLimit(maxBodyBytes: number): MiddlewareHandler {
  * the MCP endpoint (each revision's transport) and its artifact downloads.
  */
 export function createApp(opts: AppOptions): Hono<AuthEnv> {
-  const { log, maxJsonDepth = 64, path = MCP_PATH, isDatabaseUnavailable = () => false } = opts;
+  const { log, maxJsonDepth = 64, path = MCP_PATH, maxBodyBytes = 1_000_000 } = opts;
+  const { isDatabaseUnavailable = () => false } = opts;
   const principalOf = (c: Context) => (c as unknown as { get(key: 'principal'): string }).get('principal');
   const revisions = opts.revisions({
     principalOf,
@@ -113,15 +113,14 @@ export function createApp(opts: AppOptions): Hono<AuthEnv> {
     app.route('/dashboard', dashboardRoutes(opts.dashboard));
   }
   if (opts.resourceMetadata !== undefined) serveResourceMetadata(app, path, opts.resourceMetadata);
-  routeEndpoint(app, revisions, opts);
+  routeEndpoint(app, revisions, { path, maxBodyBytes, auth: opts.auth });
   if (opts.artifacts !== undefined) {
     app.use(`${path}/artifacts/*`, authMiddleware(opts.auth));
     app.route(`${path}/artifacts`, artifactRoutes({ ...opts.artifacts, principalOf, log }));
   }
   app.onError((err, c) => {
     if (isDatabaseUnavailable(err)) {
-      const unavailable = error(ProtocolErrorCode.InternalError, 'The database is unavailable: retry later');
-      return databaseUnavailable(c, log, err, unavailable);
+      return databaseUnavailable(c, log, err, { jsonrpc: '2.0', error: databaseUnavailableError().toJSON() });
     }
     log.error('unhandled error', { error: String(err), stack: err.stack });
     return c.json(error(ProtocolErrorCode.InternalError, 'Internal error'), 500);
@@ -139,21 +138,19 @@ function serveResourceMetadata(app: Hono<AuthEnv>, path: string, metadata: Resou
 
 /**
  * The one place that decides which revision a request speaks. A POST: the first revision that claims
- * it, else the first of all; a body nested deeper than any revision reads goes to the first, which
- * refuses it. A GET or DELETE: the first revision whose streams claim it, else 405.
+ * it, else the first of all (the newest: it answers what no revision claims). A GET or DELETE: the first
+ * revision whose streams claim it, else 405.
  */
 function routeEndpoint(
   app: Hono<AuthEnv>,
   revisions: readonly [RevisionTransport, ...RevisionTransport[]],
-  { path = MCP_PATH, maxBodyBytes = 1_000_000, maxJsonDepth = 64, auth }: AppOptions,
+  { path, maxBodyBytes, auth }: { path: string; maxBodyBytes: number; auth: AuthMiddlewareOptions },
 ): void {
   const [newest] = revisions;
   app.post(path, mcpBodyLimit(maxBodyBytes), authMiddleware(auth), async (c) => {
     const text = await c.req.text();
     const header = (name: string) => c.req.header(name);
-    const claimed =
-      jsonDepth(text) <= maxJsonDepth ? revisions.find((r) => r.claimsPost(header, text)) : undefined;
-    return (claimed ?? newest).post(c, text);
+    return (revisions.find((r) => r.claimsPost(header, text)) ?? newest).post(c, text);
   });
   const notAllowed = (c: Context) =>
     c.json(error(ProtocolErrorCode.InvalidRequest, 'Method not allowed'), 405, { Allow: 'POST' });

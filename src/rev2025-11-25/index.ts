@@ -8,7 +8,7 @@ import type { RevisionTransport } from '../protocol/revision.ts';
 import { sessionDelete, sessionGet } from './get.ts';
 import type { Rev2025Options } from './options.ts';
 import { sessionPost } from './post.ts';
-import { isSessionPost, isSessionVersion, SESSION_HEADER } from './wire.ts';
+import { isSessionPost, namesNoOtherVersion, SESSION_HEADER } from './wire.ts';
 
 export { SESSION_CHANNELS } from './channels.ts';
 export type { Rev2025Options } from './options.ts';
@@ -19,14 +19,11 @@ export { sessionMaintenance } from './sessions/sweep.ts';
 export function createSessionTransport(rev: Rev2025Options): RevisionTransport {
   return {
     /** Whether a POST speaks this revision (its headers, and its body when it names no session). */
-    claimsPost: isSessionPost,
+    claimsPost: (header, body) => isSessionPost(header, body, rev.maxJsonDepth),
     post: sessionPost(rev),
     streams: {
       /** A GET or DELETE of this revision names a session (and no other revision's version). */
-      claims: (header) => {
-        const version = header('mcp-protocol-version');
-        return header(SESSION_HEADER) !== undefined && (version === undefined || isSessionVersion(version));
-      },
+      claims: (header) => header(SESSION_HEADER) !== undefined && namesNoOtherVersion(header),
       get: sessionGet(rev),
       delete: sessionDelete(rev),
     },

@@ -1,7 +1,6 @@
-import { ProtocolError, ProtocolErrorCode, toProtocolError } from '../core/errors.ts';
+import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
+import { toRequestError } from '../protocol/request-error.ts';
 import { isStorable } from '../core/limits.ts';
-import { databaseUnavailableError } from '../core/unavailable.ts';
-import { isUnreachable } from '../db/wait.ts';
 import { LOG_LEVELS, type JsonObject } from '../core/wire.ts';
 import { toolsCall } from './call.ts';
 import { handlerContext, withRequestSignal, type SessionRequest } from './request.ts';
@@ -94,13 +93,11 @@ export async function answer(req: SessionRequest): Promise<object> {
     const result = await rev.dispatcher.dispatch(handlerContext(req));
     return { jsonrpc: '2.0', id, result: toRev2025Result(result) };
   } catch (err) {
-    if (isUnreachable(err)) {
-      rev.log.warn('database unavailable', { method, error: String(err) });
-      return { jsonrpc: '2.0', id, error: databaseUnavailableError().toJSON() };
-    }
-    const error = toProtocolError(err, (cause) =>
-      rev.log.error('request failed', { method, error: String(cause), stack: (cause as Error).stack }),
-    );
+    const error = toRequestError(err, {
+      isDatabaseUnavailable: rev.isDatabaseUnavailable,
+      log: rev.log,
+      method,
+    });
     return { jsonrpc: '2.0', id, error: error.toJSON() };
   }
 }

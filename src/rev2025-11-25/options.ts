@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import type { Kysely } from 'kysely';
 import type { Metrics } from '../core/metrics.ts';
+import type { IsDatabaseUnavailable } from '../core/unavailable.ts';
 import type { PerPrincipalCap } from '../core/per-principal-cap.ts';
 import type { Implementation } from '../core/wire.ts';
 import type { Database } from '../db/database.ts';
@@ -27,6 +28,10 @@ export interface Rev2025Options {
   shutdown: AbortSignal;
   principalOf: (c: Context) => string;
   log: Logger;
+  /** Whether a failure is the database being out of reach (a warning and a retry hint, not a fault). */
+  isDatabaseUnavailable: IsDatabaseUnavailable;
+  /** The deepest JSON nesting a request may have (a deeper body is not read to see whether it is this revision's). */
+  maxJsonDepth: number;
   /** The versions the server's other revisions speak: listed to a client that names one this revision does not. */
   otherVersions: readonly string[];
   /**

@@ -8,7 +8,7 @@ import { SERVER_REQUEST_ID_PREFIX } from './server-requests.ts';
 import { answerTaskInput, parseTaskInputRequestId } from './task-input.ts';
 import { REV2025_VERSIONS, rev2025Capabilities, negotiateVersion } from './shapes.ts';
 import type { Session } from './sessions/store.ts';
-import { isRequestId, quotaRefusal, rpcError, SESSION_HEADER } from './wire.ts';
+import { isRequestId, isSessionVersion, quotaRefusal, rpcError, SESSION_HEADER } from './wire.ts';
 
 type Message = {
   jsonrpc?: unknown;
@@ -43,7 +43,7 @@ export function sessionPost(rev: Rev2025Options) {
     }
     const id = isRequestId(message.id) ? message.id : undefined;
     const version = c.req.header('mcp-protocol-version');
-    if (version !== undefined && !(REV2025_VERSIONS as readonly string[]).includes(version)) {
+    if (version !== undefined && !isSessionVersion(version)) {
       return c.json(
         rpcError(id, -32000, `Bad Request: Unsupported protocol version: ${version}`, {
           supported: [...REV2025_VERSIONS, ...rev.otherVersions],

@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import { QuotaExceededError } from '../core/errors.ts';
 import type { Metrics } from '../core/metrics.ts';
+import { jsonDepth } from '../core/json-depth.ts';
 import { META_PROTOCOL_VERSION, type RequestId } from '../core/wire.ts';
 import { REV2025_VERSIONS } from './shapes.ts';
 
@@ -10,14 +11,25 @@ export const SESSION_HEADER = 'mcp-session-id';
 export const isSessionVersion = (version: string) =>
   (REV2025_VERSIONS as readonly string[]).includes(version);
 
-/**
- * Whether a POST speaks the 2025-11-25 revision: it names none of the other revisions' versions, and it
- * names a session or carries no `_meta` protocolVersion envelope (an `initialize` from a client of the
- * 2025-11-25 revision).
- */
-export function isSessionPost(header: (name: string) => string | undefined, body: string): boolean {
+/** Whether a request names no protocol version, or one of this revision's. */
+export function namesNoOtherVersion(header: (name: string) => string | undefined): boolean {
   const version = header('mcp-protocol-version');
-  if (version !== undefined && !isSessionVersion(version)) return false;
+  return version === undefined || isSessionVersion(version);
+}
+
+/**
+ * Whether a POST speaks the 2025-11-25 revision: it names none of the other revisions' versions, its body
+ * nests no deeper than `maxDepth` (a deeper one is left to the router's newest revision, which refuses
+ * it), and it names a session or carries no `_meta` protocolVersion envelope (an `initialize` from a
+ * client of the 2025-11-25 revision).
+ */
+export function isSessionPost(
+  header: (name: string) => string | undefined,
+  body: string,
+  maxDepth: number,
+): boolean {
+  if (!namesNoOtherVersion(header) || jsonDepth(body) > maxDepth) return false;
+  const version = header('mcp-protocol-version');
   if (header(SESSION_HEADER) !== undefined) return true;
   try {
     const json = JSON.parse(body) as { params?: { _meta?: Record<string, unknown> } } | null;

@@ -2,12 +2,12 @@
 // checked, dispatched to the shared method handlers, answered with JSON or, once the method sends a
 // notification first, an SSE stream.
 import type { Context } from 'hono';
-import { ProtocolError, ProtocolErrorCode, toProtocolError } from '../core/errors.ts';
-import { databaseUnavailableError } from '../core/unavailable.ts';
+import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
 import type { RequestId, RequestMeta } from '../core/wire.ts';
 import type { Logger } from '../log.ts';
 import type { MethodResult } from '../protocol/context.ts';
 import type { Dispatcher } from '../protocol/dispatch.ts';
+import { toRequestError } from '../protocol/request-error.ts';
 import type { RevisionBinding, RevisionTransport } from '../protocol/revision.ts';
 import { assertSupportedVersion, httpStatusFor, parseMessage, parseRequestMeta } from './envelope.ts';
 import { LateStream } from './late-stream.ts';
@@ -76,8 +76,9 @@ function postHandler(opts: TransportOptions) {
     try {
       meta = checkEnvelope(c, dispatcher, method, params);
     } catch (err) {
-      refused(method, toError(opts, log, method, err));
-      return failure(c, opts, { id, method, log }, err);
+      const error = toError(opts, log, method, err);
+      refused(method, error);
+      return failure(c, id, error);
     }
     return answer(c, opts, { id, method, params, meta, log });
   };
@@ -138,7 +139,7 @@ async function answer(c: Context, opts: TransportOptions, req: Accepted): Promis
     const done = await outcome;
     return done.ok
       ? c.json({ jsonrpc: '2.0', id: req.id, result: done.result })
-      : failure(c, opts, req, done.error);
+      : failure(c, req.id, toError(opts, req.log, req.method, done.error));
   }
   const final = (done: Outcome) =>
     done.ok
@@ -148,30 +149,15 @@ async function answer(c: Context, opts: TransportOptions, req: Accepted): Promis
 }
 
 /** The JSON error response for what a request threw (with Retry-After for a rate limit). */
-function failure(
-  c: Context,
-  opts: TransportOptions,
-  req: Pick<Accepted, 'id' | 'method' | 'log'>,
-  err: unknown,
-): Response {
-  const error = toError(opts, req.log, req.method, err);
+function failure(c: Context, id: RequestId, error: ProtocolError): Response {
   const retryAfterMs = (error.data as { retryAfterMs?: unknown } | undefined)?.retryAfterMs;
   if (error.httpStatus === 429 && typeof retryAfterMs === 'number') {
     c.header('Retry-After', String(Math.max(1, Math.ceil(retryAfterMs / 1000))));
   }
-  return c.json(errorBody(req.id, error), httpStatusFor(error));
+  return c.json(errorBody(id, error), httpStatusFor(error));
 }
 
-/**
- * The protocol error for what a request threw: an unreachable database says to retry (a warning); any
- * other unknown error is -32603, its cause logged as an error.
- */
+/** The protocol error for what a request threw (see toRequestError). */
 function toError(opts: TransportOptions, log: Logger, method: string, err: unknown): ProtocolError {
-  if (!opts.isDatabaseUnavailable(err)) {
-    return toProtocolError(err, (cause) =>
-      log.error('request failed', { method, error: String(cause), stack: (cause as Error).stack }),
-    );
-  }
-  log.warn('database unavailable', { method, error: String(err) });
-  return databaseUnavailableError();
+  return toRequestError(err, { isDatabaseUnavailable: opts.isDatabaseUnavailable, log, method });
 }
