@@ -1,7 +1,8 @@
 import { sql, type Kysely } from 'kysely';
 
 // Every attempt of a finished task ends. The paths that finish a task end its attempt in the same
-// statement (a worker's finish, a map item's completion, a takeover after a lapsed lease), but a task
+// statement with what they know (a worker's finish with its crash, a map item's completion with its
+// outcome even when it landed after its lease lapsed), and a takeover ends the attempt it replaces; a task
 // can also end with no worker to say so: the sweeper expires it, a cancel or its map parent's end
 // settles it after its worker died. This trigger, on the one write every path goes through, ends the
 // attempts such a change leaves open: one whose lease had lapsed (its worker died) `lease_lost` at the

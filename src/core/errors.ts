@@ -1,5 +1,5 @@
 import { ZodError, z } from 'zod';
-import { isInstanceOrMarked } from './marks.ts';
+import { markClass } from './marks.ts';
 
 /** JSON-RPC and MCP 2026-07-28 error codes. */
 export enum ProtocolErrorCode {
@@ -13,19 +13,12 @@ export enum ProtocolErrorCode {
   UnsupportedProtocolVersion = -32022,
 }
 
-/** The mark every ProtocolError carries, the same in every copy of this package (see marks.ts). */
-const PROTOCOL_ERROR = Symbol.for('durable-mcp-tasks.ProtocolError');
-
 /**
  * The only error shape ever serialized onto the wire. A tool's handler throws one to fail its call or
  * task with this code and message; one from another copy of this package counts as well (marks.ts).
  */
 export class ProtocolError extends Error {
   override readonly name = 'ProtocolError';
-
-  static override [Symbol.hasInstance](value: unknown): boolean {
-    return isInstanceOrMarked(this, ProtocolError, value, PROTOCOL_ERROR);
-  }
 
   constructor(
     readonly code: number,
@@ -43,7 +36,7 @@ export class ProtocolError extends Error {
       : { code: this.code, message: this.message, data: this.data };
   }
 }
-Object.defineProperty(ProtocolError.prototype, PROTOCOL_ERROR, { value: true });
+markClass(ProtocolError, 'ProtocolError');
 
 /**
  * A domain error (e.g. `TaskNotFoundError` in `tasks/errors.ts`) that knows the protocol error it

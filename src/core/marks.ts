@@ -3,21 +3,22 @@
 // `instanceof` alone would not know them. Each carries a mark under a Symbol.for key, the same symbol
 // in every copy, and its class answers `instanceof` by the mark too.
 
-/** Whether `value` is an object carrying `mark` (on itself or its prototypes). */
-export function isMarked(value: unknown, mark: symbol): boolean {
-  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[mark] === true;
-}
-
 /**
- * `instanceof` for a marked base class: the plain prototype check, or, for the base class itself (not
- * its subclasses), the mark of another copy's instance.
+ * Marks `cls` (a base class) so that `instanceof cls` also holds for an instance of the same class from
+ * another copy of the package. Its subclasses keep the plain prototype check.
  */
-export function isInstanceOrMarked(
-  cls: abstract new (...args: never[]) => unknown,
-  base: unknown,
-  value: unknown,
-  mark: symbol,
-): boolean {
-  if (Function.prototype[Symbol.hasInstance].call(cls, value)) return true;
-  return cls === base && isMarked(value, mark);
+export function markClass(cls: abstract new (...args: never[]) => unknown, name: string): void {
+  const mark = Symbol.for(`durable-mcp-tasks.${name}`);
+  Object.defineProperty(cls.prototype, mark, { value: true });
+  Object.defineProperty(cls, Symbol.hasInstance, {
+    value(this: unknown, value: unknown): boolean {
+      if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+      return (
+        this === cls &&
+        typeof value === 'object' &&
+        value !== null &&
+        (value as Record<symbol, unknown>)[mark] === true
+      );
+    },
+  });
 }

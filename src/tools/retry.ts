@@ -3,7 +3,7 @@
  * one step (`ctx.step(name, fn, { retry })`: the step's function is called again, the rest of the
  * handler not). The server's TASK_RETRY_LIMIT and TASK_RETRY_DELAY_SECONDS are a tool's defaults.
  */
-import { isInstanceOrMarked } from '../core/marks.ts';
+import { markClass } from '../core/marks.ts';
 export interface RetryPolicy {
   /** Attempts in all, the first included (1: no retry). */
   maxAttempts?: number;
@@ -22,9 +22,6 @@ export interface RetryPolicy {
   onExhausted?: 'fail' | 'pause';
 }
 
-/** The mark every NonRetryableError carries, the same in every copy of this package (Symbol.for). */
-const NON_RETRYABLE = Symbol.for('durable-mcp-tasks.NonRetryableError');
-
 /**
  * Thrown by a handler or a step: fails the task at once, whatever the retry policy, with this message.
  * Recognised by a mark rather than by its class alone, so that one thrown by a tools module that
@@ -33,11 +30,8 @@ const NON_RETRYABLE = Symbol.for('durable-mcp-tasks.NonRetryableError');
  */
 export class NonRetryableError extends Error {
   override readonly name: string = 'NonRetryableError';
-  static override [Symbol.hasInstance](value: unknown): boolean {
-    return isInstanceOrMarked(this, NonRetryableError, value, NON_RETRYABLE);
-  }
 }
-Object.defineProperty(NonRetryableError.prototype, NON_RETRYABLE, { value: true });
+markClass(NonRetryableError, 'NonRetryableError');
 
 /** A step ran past its `timeoutMs`: its abort signal fired, and the step failed with this (retried by its policy). */
 export class StepTimeoutError extends Error {

@@ -1,10 +1,9 @@
 // ctx.createSignal and ctx.waitForSignal in a task's attempt: a signal is created once (its token is a
 // step's value), and a wait for one not yet delivered parks the task until its timeout or its delivery.
-import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { ContextBackend } from '../tools/context.ts';
-import { createSignal, readSignal } from '../tasks/store/signals.ts';
+import { createSignal, newSignalToken, readSignal, type SignalStepValue } from '../tasks/store/signals.ts';
 import type { ClaimedTask } from '../tasks/store/lease.ts';
 import { signalStepName, type StepHistory } from '../tasks/store/steps.ts';
 import type { AttemptStatus } from './attempt-status.ts';
@@ -36,8 +35,8 @@ export function createAttemptSignals(
   return {
     async createSignal(name, { timeoutMs } = {}) {
       // Created once: a replay gets the same token back from the step.
-      const created = await step(signalStepName(name), async () => {
-        const token = randomBytes(24).toString('base64url');
+      const created = await step(signalStepName(name), async (): Promise<SignalStepValue> => {
+        const token = newSignalToken();
         const timeoutAt = await createSignal(db, {
           taskId: task.taskId,
           attempt: task.attempt,

@@ -37,10 +37,7 @@ export const patchStepName = (id: string) => `patch:${id}`;
 /** A step's own retries back off in the slot up to this long; a longer backoff parks the task. */
 export const STEP_BACKOFF_IN_SLOT_MS = 2_000;
 
-/**
- * What a step's retry policy leaves unsaid (a step without a policy runs once per leg, a throw going to
- * the handler).
- */
+/** What a step's retry policy leaves unsaid: one attempt unless it says more, backoff from 1 s. */
 const NO_STEP_RETRY = { maxAttempts: 1, initialMs: 1_000, factor: 2, maxMs: 60_000 };
 
 /** What a step's function threw, as opposed to the context's own leg stops and the store's failures. */

@@ -27,6 +27,7 @@ import type { RunningAttempts } from './outcome.ts';
 import { createSlotWork, type SlotWork } from './slot-work.ts';
 import { Slots } from './slots.ts';
 import { createSweeper, type MaintenanceJob } from './sweeper.ts';
+import { signalPath } from '../core/signal-delivery.ts';
 
 export interface WorkerPoolOptions {
   db: Kysely<Database>;
@@ -269,7 +270,7 @@ function legDepsOf(opts: WorkerPoolOptions, { workerId, leaseMs, running, slots,
     maxStepsPerTask: opts.maxStepsPerTask,
     maxStepBytes: opts.maxStepBytes,
     maxArtifactBytes: opts.maxArtifactBytes,
-    signalUrl: opts.signalUrl ?? ((token) => `/signals/${token}`),
+    signalUrl: opts.signalUrl ?? signalPath,
     artifactUrl: opts.artifactUrl ?? ((taskId, name) => artifactPath(MCP_PATH, taskId, name)),
     running,
     draining: () => slots.stopping,

@@ -178,13 +178,13 @@ async function settleHandBack(
       return;
     case 'crash_retry': {
       deps.metrics?.crashRetries.inc(tool);
-      const released = await handBack(deps, task, {
+      const handed = await handBack(deps, task, {
         failed: true,
         delayMs: outcome.delayMs,
         ended: { outcome: 'crash_retry', error: attemptError(outcome.error) },
       });
-      if (released) logCrash(leg, outcome.error, 'retried');
-      else log.info('attempt lost its lease before its retry was queued');
+      if (handed === 'queued') logCrash(leg, outcome.error, 'retried');
+      else if (handed === 'lost') log.info('attempt lost its lease before its retry was queued');
       return;
     }
   }
@@ -192,7 +192,8 @@ async function settleHandBack(
 
 /**
  * Releases the task (still `working`) and enqueues its next run after `delayMs`, in one transaction; the
- * pool is asked to fetch again when it comes due. False when the attempt no longer held the task.
+ * pool is asked to fetch again when it comes due. What came of it: the run queued, the task cancelled
+ * instead (a cancel asked for while the attempt held it), or nothing (the attempt no longer held it).
  */
 export async function handBack(
   deps: Pick<LegDeps, 'db' | 'queue' | 'scheduleWake'>,
@@ -205,23 +206,23 @@ export async function handBack(
     /** How this attempt ended, for its row (the operator's view). */
     ended?: AttemptEnd;
   },
-): Promise<boolean> {
+): Promise<'queued' | 'cancelled' | 'lost'> {
   let delayMs = opts.delayMs;
-  const released = await deps.db.transaction().execute(async (trx) => {
-    if (!(await releaseTask(trx, task.taskId, task.attempt, opts))) return false;
+  const handed = await deps.db.transaction().execute(async (trx) => {
+    if (!(await releaseTask(trx, task.taskId, task.attempt, opts))) return 'lost' as const;
     if (opts.ended !== undefined) await recordAttemptEnd(trx, task.taskId, task.attempt, opts.ended);
     // A cancel asked for while this attempt held the task ends it now, not when the run comes due.
-    if (await settleCancelRequest(trx, task.taskId)) return true;
+    if (await settleCancelRequest(trx, task.taskId)) return 'cancelled' as const;
     // A delivery (or a map's last item) that came after the wait looked, while this attempt still held
     // the task, had its wake-up turned away by the lease: the task runs again now. (One that commits
     // later brings its own run, whose claim waits for this transaction's row lock and then finds the
     // task released.)
     if (opts.parkedOn !== undefined && (await parkedOnIsDone(trx, task.taskId, opts.parkedOn))) delayMs = 0;
     await deps.queue.enqueueRun(trx, task.taskId, { delayMs });
-    return true;
+    return 'queued' as const;
   });
-  if (released && delayMs > 0) deps.scheduleWake?.(delayMs);
-  return released;
+  if (handed === 'queued' && delayMs > 0) deps.scheduleWake?.(delayMs);
+  return handed;
 }
 
 async function parkedOnIsDone(db: Kysely<Database>, taskId: string, on: ParkedOn): Promise<boolean> {

@@ -5,7 +5,6 @@
 // naming the new task), the input answers given before it, and the signals those steps created as they
 // were at the fork point (see copySignals). Not copied: map items (a map before the fork step runs
 // again), the result.
-import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import type { TaskQueue } from '../../queue/task-queue.ts';
@@ -14,7 +13,7 @@ import { isWellFormedTaskId, newTaskId } from '../ids.ts';
 import { TERMINAL_STATUSES } from '../status.ts';
 import { recordAction, type Actor } from './actions.ts';
 import { claimDeadline } from './lease.ts';
-import { tokenHash } from './signals.ts';
+import { newSignalToken, tokenHash, type SignalStepValue } from './signals.ts';
 import { signalStepName } from './steps.ts';
 
 /** What a signal's step name starts with (its signal's name follows). */
@@ -197,7 +196,7 @@ async function copySignals(
     left join task_signals g on g.task_id = ${sourceId} and g.name = substr(s.name, ${SIGNAL_PREFIX.length + 1})
     where s.task_id = ${taskId} and s.name like ${`${SIGNAL_PREFIX}%`}`.execute(db);
   if (found.length === 0) return [];
-  const signals = found.map((f) => ({ ...f, token: randomBytes(24).toString('base64url') }));
+  const signals = found.map((f) => ({ ...f, token: newSignalToken() }));
   const rows = signals.map((f) => ({
     name: f.name,
     state: f.state,
@@ -220,7 +219,9 @@ async function copySignals(
   // The copied step's handle (ctx.createSignal replays it) names the fork's token.
   const outputs = handles.map((h) => ({
     name: `${SIGNAL_PREFIX}${h.name}`,
-    output: { value: { token: h.token, timeoutAt: h.timeoutAt?.toISOString() ?? null } },
+    output: {
+      value: { token: h.token, timeoutAt: h.timeoutAt?.toISOString() ?? null } satisfies SignalStepValue,
+    },
   }));
   await sql`
     update task_steps s set output = v.output

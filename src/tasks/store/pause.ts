@@ -136,7 +136,8 @@ export async function resumeTasks(
       .returning('task_id')
       .execute();
     const resumed = rows.map((r) => r.task_id);
-    // Its steps' own retry policies count afresh too (their last errors stay for the operator's view).
+    // Its steps' own retry policies count afresh too: their starts are forgotten, their failures counted
+    // from 0 in the operator's view (the last errors stay).
     if (resumed.length > 0) {
       await trx
         .updateTable('task_step_failures')

@@ -1,9 +1,18 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { ACTIVE_STATUSES } from '../status.ts';
 import type { SignalDelivery } from '../../core/signal-delivery.ts';
 import { claimCtes, claimedFromJson, LeaseLostError, type ClaimedJson, type ClaimedTask } from './lease.ts';
+
+/** A new signal's token: 192 random bits, base64url (whoever holds it may deliver the signal once). */
+export const newSignalToken = () => randomBytes(24).toString('base64url');
+
+/** What the step under which a signal records its handle holds (ctx.createSignal replays it). */
+export interface SignalStepValue {
+  token: string;
+  timeoutAt: string | null;
+}
 
 /** The stored form of a signal token (its SHA-256, base64url). */
 export const tokenHash = (token: string) => createHash('sha256').update(token).digest('base64url');
