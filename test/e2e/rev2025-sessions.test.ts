@@ -88,7 +88,24 @@ async function initialize(
   return { sessionId: sessionId!, result: reply.body.result as Record<string, any> };
 }
 
-describe('the 2025-11-25 era on the same endpoint', () => {
+/** A session on instance a that calls ask_name as request `id`: the call's response (its SSE stream). */
+async function callAskName(id: number) {
+  const { sessionId } = await initialize(a.url, '2025-11-25', { elicitation: {} });
+  const headers = rev2025Headers({ sessionId });
+  const res = await fetch(a.url, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'ask_name', arguments: {} },
+    }),
+  });
+  return { headers, res };
+}
+
+describe('the 2025-11-25 revision on the same endpoint', () => {
   it('serves @modelcontextprotocol/sdk 1.x: connect, listTools, callTool, elicitation answered by the client', async () => {
     const client = new Client({ name: 'sdk1', version: '1.0.0' }, { capabilities: { elicitation: {} } });
     client.setRequestHandler(ElicitRequestSchema, async (request) => {
@@ -244,18 +261,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
   });
 
   it('the answer to a server request may land on the other instance', async () => {
-    const { sessionId } = await initialize(a.url, '2025-11-25', { elicitation: {} });
-    const headers = rev2025Headers({ sessionId });
-    const res = await fetch(a.url, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 7,
-        method: 'tools/call',
-        params: { name: 'ask_name', arguments: {} },
-      }),
-    });
+    const { headers, res } = await callAskName(7);
     expect(res.headers.get('content-type')).toContain('text/event-stream');
     const stream = readSse(res);
     const next = () => stream.next(10_000);
@@ -380,18 +386,7 @@ describe('the 2025-11-25 era on the same endpoint', () => {
   });
 
   it('notifications/cancelled, sent to the other instance, stops a call waiting for the client', async () => {
-    const { sessionId } = await initialize(a.url, '2025-11-25', { elicitation: {} });
-    const headers = rev2025Headers({ sessionId });
-    const res = await fetch(a.url, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 9,
-        method: 'tools/call',
-        params: { name: 'ask_name', arguments: {} },
-      }),
-    });
+    const { headers, res } = await callAskName(9);
     const stream = readSse(res);
     expect((await stream.next(10_000)).method).toBe('elicitation/create');
     const sent = await post(

@@ -5,6 +5,15 @@ import { connectUntilReady } from '../../src/db/wait.ts';
 /** Whether this run goes through PgBouncer in transaction mode (TEST_PGBOUNCER=1). */
 export const throughPooler = (): boolean => inject('pooler') !== undefined;
 
+/**
+ * Where a cluster a test file starts keeps its data (startCluster's `postgres` and `pooler`): a copy of
+ * the suite's migrated template on the test server, through PgBouncer when the suite is.
+ */
+export const suiteClusterDatabase = () => ({
+  postgres: { server: inject('adminUrl'), template: inject('templateDb') },
+  pooler: throughPooler() ? ('pgbouncer' as const) : ('none' as const),
+});
+
 const sameServer = (a: URL, b: URL) => a.hostname === b.hostname && (a.port || '5432') === (b.port || '5432');
 
 /**

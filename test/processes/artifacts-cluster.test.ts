@@ -8,10 +8,10 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type Db } from '../../src/db/database.ts';
 import { exportRows } from '../../src/tools/shipped/export-csv.ts';
-import { throughPooler } from '../helpers/database-env.ts';
+import { suiteClusterDatabase } from '../helpers/database-env.ts';
 import { RawMcp } from '../helpers/mcp.ts';
 import { freePort } from '../helpers/ports.ts';
 import { FAST_ENV } from '../helpers/server-process.ts';
@@ -35,9 +35,7 @@ beforeAll(async () => {
     name: 'artifacts-cluster',
     instances: 2,
     workers: 1,
-    // A copy of the suite's migrated template on the test server, through PgBouncer when the suite is.
-    postgres: { server: inject('adminUrl'), template: inject('templateDb') },
-    pooler: throughPooler() ? 'pgbouncer' : 'none',
+    ...suiteClusterDatabase(),
     nginxPort,
     workerNodeArgs: NODE_ARGS,
     env: {

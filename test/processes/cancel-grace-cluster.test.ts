@@ -5,9 +5,9 @@
  * returns (20 s) and long before its lease (60 s) could lapse. The worker counts the leg as stuck until the
  * handler returns; its late result is discarded.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type Db } from '../../src/db/database.ts';
-import { throughPooler } from '../helpers/database-env.ts';
+import { suiteClusterDatabase } from '../helpers/database-env.ts';
 import { RawMcp } from '../helpers/mcp.ts';
 import { freePort } from '../helpers/ports.ts';
 import { sample, scrape } from '../helpers/prometheus.ts';
@@ -34,9 +34,7 @@ beforeAll(async () => {
     name: 'cancel-grace-cluster',
     instances: 2,
     workers: 1,
-    // A copy of the suite's migrated template on the test server, through PgBouncer when the suite is.
-    postgres: { server: inject('adminUrl'), template: inject('templateDb') },
-    pooler: throughPooler() ? 'pgbouncer' : 'none',
+    ...suiteClusterDatabase(),
     instance: ['src/main.ts', '--role=server', ...TOOLS],
     worker: ['workers/main.ts', ...TOOLS],
     workerEnv: { METRICS_PORT: String(metricsPort) },
