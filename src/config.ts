@@ -165,6 +165,18 @@ const ConfigSchema = z.object({
   MAX_STEP_BYTES: intFromEnv(1_048_576, 1).describe(
     'A step whose value is larger than this (as JSON) fails its task with -32603 naming the step: write large outputs with ctx.artifact.',
   ),
+  MAX_EVENT_BYTES: intFromEnv(65_536, 1).describe(
+    'The largest payload one ctx.emit may write (as JSON): a larger one throws in the handler, naming this limit (write large outputs with ctx.artifact).',
+  ),
+  MAX_EVENTS_PER_TASK: intFromEnv(100_000, 1).describe(
+    'Events (ctx.emit, ctx.partial) one task may write; the next emit throws in the handler naming this limit.',
+  ),
+  MAX_EVENT_BYTES_PER_TASK: intFromEnv(67_108_864, 1).describe(
+    "All of one task's event payloads together (64 MiB); the emit that would pass it throws in the handler naming this limit.",
+  ),
+  TASK_EVENT_RETENTION_MS: intFromEnv(0, 0).describe(
+    "Task events older than this are deleted by the sweep (a reader asking for them gets 'events gone'); 0 keeps them as long as their task.",
+  ),
   MAX_ARTIFACT_BYTES: intFromEnv(17_179_869_184, 1).describe(
     'The largest artifact one ctx.artifact may write (16 GiB): past it the task fails with -32603 naming the artifact, and what it wrote is swept.',
   ),

@@ -64,6 +64,16 @@ export class Metrics {
     help: "Reads of changed tasks for this process's open streams: one query per batch of changes, however many streams wait.",
     registers: [this.registry],
   });
+  readonly taskEventReads = new Counter({
+    name: `${PREFIX}task_event_reads_total`,
+    help: "Shared reads of appended task events for this process's event streams: one query per batch of appends, however many streams follow them.",
+    registers: [this.registry],
+  });
+  readonly taskEventsSent = new Counter({
+    name: `${PREFIX}task_events_sent_total`,
+    help: 'Task events sent to readers (tasks/stream, the events endpoint, 2025-11-25 streams).',
+    registers: [this.registry],
+  });
   readonly tasksCreated = new Counter({
     name: `${PREFIX}tasks_created_total`,
     help: 'Tasks created (tools/call answered with a task), by tool.',

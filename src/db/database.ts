@@ -16,6 +16,7 @@ import type { TaskActionsTable } from './task-actions.table.ts';
 import type { TaskArtifactChunksTable, TaskArtifactsTable } from './task-artifacts.table.ts';
 import type { TaskInputRequestsTable } from './task-input-requests.table.ts';
 import type { TaskAttemptsTable } from './task-attempts.table.ts';
+import type { TaskEventsTable } from './task-events.table.ts';
 import type { TaskSignalsTable } from './task-signals.table.ts';
 import type { TaskStepFailuresTable } from './task-step-failures.table.ts';
 import type { TaskStepStartsTable } from './task-step-starts.table.ts';
@@ -33,6 +34,7 @@ export interface Database {
   task_artifacts: TaskArtifactsTable;
   task_artifact_chunks: TaskArtifactChunksTable;
   task_actions: TaskActionsTable;
+  task_events: TaskEventsTable;
   server_secrets: ServerSecretsTable;
   mcp_sessions: SessionsTable;
   mcp_session_subscriptions: SessionSubscriptionsTable;

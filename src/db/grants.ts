@@ -12,6 +12,7 @@ export const APP_TABLES = [
   'task_artifact_chunks',
   'task_attempts',
   'task_actions',
+  'task_events',
   'server_secrets',
   'mcp_sessions',
   'mcp_session_subscriptions',

@@ -26,6 +26,10 @@ export interface TasksTable {
   last_updated_at: Timestamp;
   expires_at: NullableTimestamp;
   attempt: Generated<number>;
+  /** The last event number given (0: none yet), and the events' payload bytes so far (see task_events). */
+  event_seq: Generated<number>;
+  /** bigint: pg returns it as a string. */
+  event_bytes: ColumnType<string, never, never>;
   /** Handler crashes so far: the retry budget. */
   failures: Generated<number>;
   leased_by: string | null;

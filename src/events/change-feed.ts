@@ -14,6 +14,8 @@ export const CHANNELS = {
   run: 'mcp_task_runs',
   list: 'mcp_list_changed',
   resource: 'mcp_resource_updated',
+  /** A task's events were appended (payload: its id): streams of its events read them. */
+  taskEvents: 'mcp_task_events',
 } as const;
 
 type Listener = (payload: string) => void;

@@ -1,3 +1,5 @@
+import { TaskEventFeed } from '../tasks/event-feed.ts';
+import { TaskEventReader } from '../tasks/event-follower.ts';
 import type { ServerType } from '@hono/node-server';
 import type { Hono } from 'hono';
 import { listenOrigin, publicOrigin, type Config } from '../config.ts';
@@ -72,8 +74,16 @@ export async function serveMcp(parts: McpEndpointParts, cleanups: CleanupStack):
   const shutdown = new AbortController();
   const taskChanges = new TaskChanges(conn.db, parts.feed, { log, metrics: parts.operational.metrics });
   cleanups.push(async () => taskChanges.stop());
+  const eventFeed = new TaskEventFeed(conn.db, parts.feed, { log, metrics: parts.operational.metrics });
+  cleanups.push(async () => eventFeed.stop());
+  const taskEvents = new TaskEventReader({
+    db: conn.db,
+    eventFeed,
+    taskChanges,
+    pollMs: config.SUBSCRIPTION_POLL_MS,
+  });
   const artifacts = new ArtifactReader(conn.db, conn.pool);
-  const deps = methodDeps(parts, { taskChanges, artifacts, shutdown: shutdown.signal });
+  const deps = methodDeps(parts, { taskChanges, taskEvents, artifacts, shutdown: shutdown.signal });
   // Refuse unsafe settings (e.g. no authentication on a public address) before binding anything.
   securityFromConfig(config, config.PORT);
   const revisions = revisionTransports({
@@ -93,7 +103,12 @@ export async function serveMcp(parts: McpEndpointParts, cleanups: CleanupStack):
 /** What the shared method handlers are built on: registries, the task service, limits. */
 function methodDeps(
   parts: McpEndpointParts,
-  own: { taskChanges: TaskChanges; artifacts: ArtifactReader; shutdown: AbortSignal },
+  own: {
+    taskChanges: TaskChanges;
+    taskEvents: TaskEventReader;
+    artifacts: ArtifactReader;
+    shutdown: AbortSignal;
+  },
 ): ServerDeps {
   const { config } = parts;
   const metrics = parts.operational.metrics;
@@ -112,6 +127,7 @@ function methodDeps(
     prompts: new PromptRegistry(parts.prompts),
     tasks: parts.tasks,
     taskChanges: own.taskChanges,
+    taskEvents: own.taskEvents,
     requestState: new RequestStateSealer(parts.requestStateSecret),
     events: parts.events,
     feed: parts.feed,

@@ -289,6 +289,12 @@ function startWorkers(
     maxStepBytes: config.MAX_STEP_BYTES,
     maxArtifactBytes: config.MAX_ARTIFACT_BYTES,
     maxStepsPerTask: config.MAX_STEPS_PER_TASK,
+    eventLimits: {
+      maxEventBytes: config.MAX_EVENT_BYTES,
+      maxEventsPerTask: config.MAX_EVENTS_PER_TASK,
+      maxEventBytesPerTask: config.MAX_EVENT_BYTES_PER_TASK,
+    },
+    eventRetentionMs: config.TASK_EVENT_RETENTION_MS,
     shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
     sweepIntervalMs: config.SWEEP_INTERVAL_MS,
     sweepBatchSize: config.SWEEP_BATCH_SIZE,

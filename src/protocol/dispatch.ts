@@ -11,6 +11,7 @@ import { discover } from './methods/discover.ts';
 import { promptsGet, promptsList } from './methods/prompts.ts';
 import { resourcesList, resourcesRead, resourceTemplatesList } from './methods/resources.ts';
 import { subscriptionsListen } from './methods/subscriptions.ts';
+import { tasksStream } from './methods/task-events.ts';
 import { tasksCancel, tasksGet, tasksUpdate } from './methods/tasks.ts';
 import { toolsCall } from './methods/tools-call.ts';
 import { toolsList } from './methods/tools-list.ts';
@@ -41,6 +42,7 @@ export function createDispatcher(deps: ServerDeps, extra: Record<string, MethodH
       'tasks/get': tasksGet(deps),
       'tasks/update': tasksUpdate(deps),
       'tasks/cancel': tasksCancel(deps),
+      'tasks/stream': tasksStream(deps),
       'subscriptions/listen': subscriptionsListen(deps),
       ...(deps.prompts.empty ? {} : { 'prompts/list': promptsList(deps), 'prompts/get': promptsGet(deps) }),
       ...(deps.resources.empty
@@ -65,7 +67,7 @@ export function createDispatcher(deps: ServerDeps, extra: Record<string, MethodH
         throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Method not found: ${ctx.method}`);
       }
       const started = performance.now();
-      const listening = ctx.method === 'subscriptions/listen';
+      const listening = ctx.method === 'subscriptions/listen' || ctx.method === 'tasks/stream';
       if (listening) metrics?.openStreams.inc();
       const span = requestSpan(ctx, (name) => deps.tools.has(name));
       const traceId = traceIdOf(span.context);

@@ -4,6 +4,7 @@ import type { ServerEvents } from '../events/server-events.ts';
 import type { PromptRegistry } from '../prompts/registry.ts';
 import type { ResourceRegistry } from '../resources/registry.ts';
 import type { TaskChanges } from '../tasks/changes.ts';
+import type { TaskEventReader } from '../tasks/event-follower.ts';
 import type { TaskService } from '../tasks/service.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { RequestStateSealer } from '../tools/request-state.ts';
@@ -22,6 +23,8 @@ export interface ServerDeps {
   tasks: TaskService;
   /** The process's one reader of changed tasks, which streams watch instead of reading each change. */
   taskChanges: TaskChanges;
+  /** Where every reader of task events starts (tasks/stream, the events endpoint, 2025-11-25 streams). */
+  taskEvents: TaskEventReader;
   requestState: RequestStateSealer;
   events: ServerEvents;
   /** The process's LISTEN connection; `subscriptions/listen` needs it. */

@@ -37,14 +37,16 @@ export class LateStream {
 
   /**
    * The streamed response: keep-alive comments every `keepAliveMs` until `outcome` settles, then the
-   * message `final` makes of it as the last event (unless the client went away: then nothing is made).
+   * message `final` makes of it as the last event (unless the client went away: then nothing is made;
+   * or `final` makes nothing: the stream ends without a result, for the client to resume the request).
    */
-  respond<T>(outcome: Promise<T>, final: (outcome: T) => object, keepAliveMs: number): Response {
+  respond<T>(outcome: Promise<T>, final: (outcome: T) => object | undefined, keepAliveMs: number): Response {
     const keepAlive = setInterval(() => this.#write(':\n\n'), keepAliveMs);
     void outcome.then((settled) => {
       clearInterval(keepAlive);
       if (this.#abort.signal.aborted) return;
-      this.#write(frame(final(settled)));
+      const last = final(settled);
+      if (last !== undefined) this.#write(frame(last));
       this.#controller?.close();
     });
     return new Response(this.#open(), { status: 200, headers: SSE_HEADERS });

@@ -3,6 +3,7 @@
 // notification first, an SSE stream.
 import type { Context } from 'hono';
 import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
+import { EventStreamInterruptedError } from '../core/task-events.ts';
 import type { RequestId, RequestMeta } from '../core/wire.ts';
 import type { Logger } from '../log.ts';
 import type { MethodResult } from '../protocol/context.ts';
@@ -141,10 +142,12 @@ async function answer(c: Context, opts: TransportOptions, req: Accepted): Promis
       ? c.json({ jsonrpc: '2.0', id: req.id, result: done.result })
       : failure(c, req.id, toError(opts, req.log, req.method, done.error));
   }
-  const final = (done: Outcome) =>
-    done.ok
-      ? { jsonrpc: '2.0', id: req.id, result: done.result }
-      : errorBody(req.id, toError(opts, req.log, req.method, done.error));
+  const final = (done: Outcome) => {
+    if (done.ok) return { jsonrpc: '2.0', id: req.id, result: done.result };
+    // (A task event stream cut by a shutdown ends without a result: its client resumes it elsewhere.)
+    if (done.error instanceof EventStreamInterruptedError) return undefined;
+    return errorBody(req.id, toError(opts, req.log, req.method, done.error));
+  };
   return stream.respond(outcome, final, opts.keepAliveMs ?? 15_000);
 }
 

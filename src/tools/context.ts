@@ -27,6 +27,9 @@ export interface ContextBackend {
   readonly progressToken?: string | number | undefined;
   readonly logLevel?: LogLevel | undefined;
   status(message: string): void;
+  /** ctx.emit and ctx.partial: a task's durable events; nothing for a synchronous call. */
+  emit(type: string, payload: JsonObject): Promise<void>;
+  partial(content: JsonObject[]): Promise<void>;
   /** Delivers a request-scoped notification; absent for tasks, which have no stream. */
   notify?: ((notification: Notification) => Promise<void>) | undefined;
   /** Ends the call's response stream early, where the client can resume it. */
@@ -55,6 +58,8 @@ export function createToolContext(backend: ContextBackend): ToolContext {
     signal: backend.signal,
     events: backend.events ?? NO_EVENTS,
     status: (message) => backend.status(message),
+    emit: (type, payload) => backend.emit(type, payload),
+    partial: (content) => backend.partial(content),
     closeStream: () => backend.closeStream?.(),
     step: (name, fn, options) => backend.step(name, fn, options),
     sleep: (name, duration) => backend.sleep(name, duration),

@@ -53,6 +53,24 @@ export interface ToolContext {
   readonly signal: AbortSignal;
   /** Sets the task's `statusMessage` (throttled writes). A no-op for synchronous calls. */
   status(message: string): void;
+  /**
+   * Emits an event on the task's event stream (experimental, SEP-2694): `type` vendor-prefixed
+   * (`com.example/row`), `payload` a JSON object. Events are numbered 1, 2, 3… per task and stored in
+   * Postgres, many per commit: the returned promise resolves at once unless many are queued (then when
+   * a batch is written), so a tight loop need not await it; everything emitted is written before the
+   * task parks, asks for input or finishes. Clients follow the stream live with `tasks/stream` (or `GET
+   * /mcp/tasks/{taskId}/events`) and resume it after a disconnect. Each event is tied to where the
+   * handler emitted it (between which steps, or inside which step's run): a leg that runs again after a
+   * crash skips the events already written, so no reader sees one twice. Bounded by MAX_EVENT_BYTES,
+   * MAX_EVENTS_PER_TASK and MAX_EVENT_BYTES_PER_TASK. Does nothing in a synchronous call, and inside a
+   * map item's function.
+   */
+  emit(type: string, payload: JsonObject): Promise<void>;
+  /**
+   * Appends content blocks (text, resource links…) to the task's partial output: a
+   * `dev.durable-mcp-tasks/partial` event `{ content }`, as SEP-2679 shapes partial results. As `emit`.
+   */
+  partial(content: JsonObject[]): Promise<void>;
   /** Sends `notifications/progress` on a synchronous call's SSE stream when the client asked for progress. */
   progress(progress: number, total?: number, message?: string): Promise<void>;
   /** Sends `notifications/message` on a synchronous call's SSE stream when `level` is at or above the request's log level. */

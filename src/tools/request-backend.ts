@@ -48,6 +48,9 @@ export function createRequestBackend(opts: RequestBackendOptions): ContextBacken
     notify: opts.notify,
     closeStream: opts.closeStream,
     status: () => {},
+    // (A synchronous call has no task, so no event stream: its result is its output.)
+    emit: async () => {},
+    partial: async () => {},
     // Nothing to replay in one request: a step just runs (its timeout applies; retry the call instead).
     step: async (name, fn, options) =>
       callStep(name, (signal) => fn(signal, { name, attempt: 1 }), options?.timeoutMs, opts.signal),

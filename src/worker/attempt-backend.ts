@@ -9,6 +9,7 @@ import type { ContextBackend } from '../tools/context.ts';
 import { suspendForInput } from '../tasks/store/input.ts';
 import type { ClaimedTask } from '../tasks/store/lease.ts';
 import type { StepHistory, StepRecord } from '../tasks/store/steps.ts';
+import { noWrittenEvents, type WrittenEvents } from '../tasks/store/events.ts';
 import type { TraceContext } from '../core/tracing.ts';
 import type { TaskQueue } from '../queue/task-queue.ts';
 import type { Metrics } from '../core/metrics.ts';
@@ -16,6 +17,8 @@ import { createArtifactWriter } from './attempt-artifacts.ts';
 import { createMapRunner, type MapItemLeg } from './attempt-map.ts';
 import { createAttemptSignals } from './attempt-signals.ts';
 import { silentStatus, throttledStatus, type AttemptStatus } from './attempt-status.ts';
+import { SERVER_EVENTS } from '../core/task-events.ts';
+import { createEventWriter, type EventLimits, type EventWriter } from './attempt-events.ts';
 import { createStepRunner, sleepStepName } from './attempt-steps.ts';
 import { infra, Park, SuspendForInput } from './leg-stops.ts';
 import { ReplayMissError } from './step-guard.ts';
@@ -32,6 +35,10 @@ export interface AttemptBackendOptions {
   /** What earlier legs recorded: replayed steps return their values, and the guard checks their order. */
   steps: StepHistory;
   inputs: Map<string, { request: unknown; response: unknown }>;
+  /** The events earlier legs wrote (ctx.emit): none for a first leg. */
+  written?: WrittenEvents | undefined;
+  /** MAX_EVENT_BYTES, MAX_EVENTS_PER_TASK, MAX_EVENT_BYTES_PER_TASK. */
+  eventLimits: EventLimits;
   signal: AbortSignal;
   /** The leg's span: each step's span is its child. */
   trace?: TraceContext | undefined;
@@ -62,7 +69,11 @@ export interface AttemptBackendOptions {
   log: Logger;
 }
 
-export type AttemptBackend = ContextBackend & Pick<AttemptStatus, 'flush' | 'takePending'>;
+export type AttemptBackend = ContextBackend &
+  Pick<AttemptStatus, 'flush' | 'takePending'> & {
+    /** Writes the events still queued (before the task's completion is written). */
+    flushEvents: () => Promise<void>;
+  };
 
 /**
  * What a handler's context does in a task's attempt on a worker: checkpointed steps, durable sleeps,
@@ -72,7 +83,15 @@ export function createAttemptBackend(opts: AttemptBackendOptions): AttemptBacken
   const { db, task, signal } = opts;
   const replayOnly = opts.mapItem !== undefined;
   const status = replayOnly ? silentStatus() : throttledStatus(opts);
-  const { step, patched, recorded } = stepRunnerOf(opts, status, replayOnly);
+  const { step, patched, recorded, upcomingPosition } = stepRunnerOf(opts, status, replayOnly);
+  const events = createEventWriter({
+    db,
+    task,
+    written: opts.written ?? noWrittenEvents(),
+    limits: opts.eventLimits,
+    position: upcomingPosition,
+    replayOnly,
+  });
   const artifact = createArtifactWriter({
     db,
     task,
@@ -100,15 +119,25 @@ export function createAttemptBackend(opts: AttemptBackendOptions): AttemptBacken
     signal,
     events: opts.events,
     status: status.set,
-    flush: status.flush,
+    emit: events.emit,
+    partial: events.partial,
+    flush: async () => {
+      await events.flush();
+      await status.flush();
+    },
+    flushEvents: events.flush,
     takePending: status.takePending,
     step,
     patched,
     map,
-    artifact,
+    artifact: async (name, source, options) => {
+      const link = await artifact(name, source, options);
+      events.emitServerEvent(`artifact:${name}`, SERVER_EVENTS.artifact, link);
+      return link;
+    },
     sleep: (name, duration) => durableSleep({ step, signal, status, replayOnly }, name, duration),
     ...createAttemptSignals({ ...opts, step, status, replayOnly }),
-    input: (requests) => askForInput(opts, { status, replayOnly }, requests),
+    input: (requests) => askForInput(opts, { status, events, replayOnly }, requests),
   };
 }
 
@@ -160,7 +189,7 @@ async function durableSleep(
 /** ctx.input: the answers given so far; while any is missing, the task suspends (`input_required`). */
 async function askForInput(
   { db, task, inputs }: AttemptBackendOptions,
-  { status, replayOnly }: { status: AttemptStatus; replayOnly: boolean },
+  { status, events, replayOnly }: { status: AttemptStatus; events: EventWriter; replayOnly: boolean },
   requests: InputRequests,
 ): Promise<Record<string, JsonObject>> {
   assertInputSupported(requests, task.clientCapabilities);
@@ -173,6 +202,10 @@ async function askForInput(
   }
   if (Object.keys(missing).length === 0) return answered;
   if (replayOnly) throw new ReplayMissError(`input ${Object.keys(missing).join(', ')}`);
+  // (Keyed by what it asks: a later leg, answered, asks nothing here.)
+  const keys = Object.keys(missing).sort();
+  events.emitServerEvent(`input:${keys.join(',')}`, SERVER_EVENTS.inputRequired, { inputRequests: missing });
+  await events.flush();
   await status.flush();
   await suspendForInput(db, task.taskId, task.attempt, missing).catch(infra);
   throw new SuspendForInput(task.taskId);

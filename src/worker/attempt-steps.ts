@@ -25,6 +25,7 @@ import {
   type StepOptions,
 } from '../tools/retry.ts';
 import { HandBack, infra, InfrastructureError, MapItemDone, Park, SuspendForInput } from './leg-stops.ts';
+import { inStepBody } from './attempt-events.ts';
 import { NonDeterminismError, ReplayMissError, stepGuard } from './step-guard.ts';
 
 /**
@@ -133,7 +134,7 @@ export function createStepRunner(opts: StepRunnerOptions) {
     }
     return false;
   }
-  return { step, patched, recorded };
+  return { step, patched, recorded, upcomingPosition: () => guard.upcoming() };
 }
 
 /**
@@ -174,7 +175,8 @@ async function runStepOnce<T>(
     { attributes: { 'durable_mcp.step.name': name, 'durable_mcp.step.attempt': attempt } },
     activeOr(opts.trace ?? ROOT_CONTEXT),
     async () => {
-      const value = await callStep(name, (s) => fn(s, { name, attempt }), timeoutMs, opts.signal);
+      const body = (s: AbortSignal) => inStepBody(position, () => fn(s, { name, attempt }));
+      const value = await callStep(name, body, timeoutMs, opts.signal);
       checkStepSize(name, value, opts.maxStepBytes);
       return opts
         .saveStep({ taskId: task.taskId, attempt: task.attempt, name, value, position })

@@ -10,6 +10,7 @@ import type { TaskQueue } from '../tasks/service.ts';
 import type { Finish } from '../tasks/store/finish.ts';
 import type { ClaimedTask } from '../tasks/store/lease.ts';
 import type { StepRecord } from '../tasks/store/steps.ts';
+import type { EventLimits } from './attempt-events.ts';
 import type { MapItemCache } from './map-item.ts';
 import type { RunningAttempts } from './outcome.ts';
 
@@ -44,6 +45,8 @@ export interface LegDeps {
   maxStepBytes?: number | undefined;
   /** An artifact that grows larger fails its task (MAX_ARTIFACT_BYTES); unlimited when undefined. */
   maxArtifactBytes?: number | undefined;
+  /** MAX_EVENT_BYTES, MAX_EVENTS_PER_TASK, MAX_EVENT_BYTES_PER_TASK. */
+  eventLimits: EventLimits;
   /** Map items' parents, read once per worker (see map-item.ts). */
   maps: MapItemCache;
   /** The pool's batched writes (see coalesce.ts). */

@@ -7,6 +7,7 @@ import { loadInputs } from '../tasks/store/input.ts';
 import { LeaseLostError, type ClaimedTask } from '../tasks/store/lease.ts';
 import { attemptError } from '../tasks/store/attempt-ends.ts';
 import { emptyStepHistory, loadStepHistory } from '../tasks/store/steps.ts';
+import { loadWrittenEvents, noWrittenEvents } from '../tasks/store/events.ts';
 import { endSpan, extractContext, SpanKind, startSpan, traceIdOf, withContext } from '../core/tracing.ts';
 import { createAttemptBackend, type AttemptBackend } from './attempt-backend.ts';
 import type { MapItemLeg } from './attempt-map.ts';
@@ -140,6 +141,8 @@ function backendFor(
     signalUrl: deps.signalUrl,
     artifactUrl: deps.artifactUrl,
     maxStepBytes: deps.maxStepBytes,
+    eventLimits: deps.eventLimits,
+    written: replay.written,
     maxArtifactBytes: deps.maxArtifactBytes,
     metrics: deps.metrics,
     queue: deps.queue,
@@ -165,13 +168,19 @@ async function runHandler(deps: LegDeps, leg: LegScope, signal: AbortSignal): Pr
   if ('kind' in found) return found;
   const { tool, args } = found;
   // A first attempt has nothing to replay: no handler ran before it, so no step or input exists yet.
-  const [steps, inputs] =
+  const [steps, inputs, written] =
     task.attempt === 1
-      ? [emptyStepHistory(), new Map<string, { request: unknown; response: unknown }>()]
-      : await Promise.all([loadStepHistory(deps.db, task.taskId), loadInputs(deps.db, task.taskId)]);
-  const backend = backendFor(deps, leg, signal, { task, steps, inputs });
+      ? [emptyStepHistory(), new Map<string, { request: unknown; response: unknown }>(), noWrittenEvents()]
+      : await Promise.all([
+          loadStepHistory(deps.db, task.taskId),
+          loadInputs(deps.db, task.taskId),
+          loadWrittenEvents(deps.db, task.taskId),
+        ]);
+  const backend = backendFor(deps, leg, signal, { task, steps, inputs, written });
   try {
     const result = await withContext(leg.trace, () => tool.handler(args, createToolContext(backend)));
+    // The task's events are written before its completion: a reader never sees an end before them.
+    await backend.flushEvents();
     const stored = await spillOversizedResult(
       { ...artifactDeps(deps, task, signal), history: steps, maxResultBytes: deps.maxResultBytes },
       result,

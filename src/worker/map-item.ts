@@ -1,6 +1,7 @@
 // A map item's leg (ctx.map): it replays the parent's handler from the parent's checkpoints up to the
 // map and runs one item's function (attempt-map.ts); here is what it replays from, and what becomes of
 // the item afterwards: its turn passes to the next pending item in this same slot, or the parent wakes.
+import type { WrittenEvents } from '../tasks/store/events.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { coerceError, type Logger } from '../log.ts';
@@ -47,6 +48,8 @@ export interface ReplaySource {
   task: ClaimedTask;
   steps: StepHistory;
   inputs: Map<string, { request: unknown; response: unknown }>;
+  /** The events the task's earlier legs wrote (a map item's replay writes none: absent). */
+  written?: WrittenEvents | undefined;
 }
 
 /** A parent is read again after this long (its checkpoints do not change while its map runs). */

@@ -28,6 +28,8 @@ import { createSlotWork, type SlotWork } from './slot-work.ts';
 import { Slots } from './slots.ts';
 import { createSweeper, type MaintenanceJob } from './sweeper.ts';
 import { signalPath } from '../core/signal-delivery.ts';
+import { deleteOldEvents } from '../tasks/store/events.ts';
+import { DEFAULT_EVENT_LIMITS, type EventLimits } from './attempt-events.ts';
 
 export interface WorkerPoolOptions {
   db: Kysely<Database>;
@@ -59,6 +61,10 @@ export interface WorkerPoolOptions {
   maxArtifactBytes?: number | undefined;
   /** MAX_STEPS_PER_TASK: a task recording more steps fails. */
   maxStepsPerTask?: number | undefined;
+  /** The bounds on a task's events (MAX_EVENT_BYTES…); defaults as the settings'. */
+  eventLimits?: EventLimits | undefined;
+  /** TASK_EVENT_RETENTION_MS: the sweep deletes older events; 0 or undefined keeps them with their task. */
+  eventRetentionMs?: number | undefined;
   sweepIntervalMs?: number;
   sweepBatchSize?: number;
   purgeGraceMs?: number;
@@ -234,6 +240,19 @@ function leaseKeeperOf(opts: WorkerPoolOptions, { workerId, leaseMs, running, lo
   return leases;
 }
 
+/** TASK_EVENT_RETENTION_MS: events older than it are deleted, oldest first (none when it is 0). */
+function eventRetention({ db, eventRetentionMs }: WorkerPoolOptions): MaintenanceJob[] {
+  if (eventRetentionMs === undefined || eventRetentionMs <= 0) return [];
+  const everyMs = Math.min(60_000, Math.max(1_000, Math.floor(eventRetentionMs / 4)));
+  return [
+    {
+      name: 'task events',
+      everyMs,
+      batch: (limit) => deleteOldEvents(db, new Date(Date.now() - eventRetentionMs), limit),
+    },
+  ];
+}
+
 /** The pool's sweeper; it redelivers only while the pool is idle. */
 function sweeperOf(opts: WorkerPoolOptions, { slots, log }: PoolCore) {
   return createSweeper({
@@ -244,7 +263,7 @@ function sweeperOf(opts: WorkerPoolOptions, { slots, log }: PoolCore) {
     batchSize: opts.sweepBatchSize ?? 500,
     metrics: opts.metrics,
     purgeGraceMs: opts.purgeGraceMs ?? 60_000,
-    maintenance: opts.maintenance,
+    maintenance: [...(opts.maintenance ?? []), ...eventRetention(opts)],
     // Only a worker that just found the queue empty redelivers: with a backlog, a run waits its turn.
     idle: () => !slots.runsWaiting && slots.free > 0 && !slots.stopping,
   });
@@ -268,6 +287,7 @@ function legDepsOf(opts: WorkerPoolOptions, { workerId, leaseMs, running, slots,
     },
     maxResultBytes: opts.maxResultBytes,
     maxStepsPerTask: opts.maxStepsPerTask,
+    eventLimits: opts.eventLimits ?? DEFAULT_EVENT_LIMITS,
     maxStepBytes: opts.maxStepBytes,
     maxArtifactBytes: opts.maxArtifactBytes,
     signalUrl: opts.signalUrl ?? signalPath,

@@ -57,6 +57,10 @@ export function stepGuard(history: StepHistory, maxSteps: number) {
       }
       return position++;
     },
+    /** The position the next step will take (events emitted between steps are keyed by it). */
+    upcoming(): number {
+      return position;
+    },
     /** Whether this run is still replaying steps recorded without the patch marker `name` at this position. */
     replayingOldCode(name: string): boolean {
       const recorded = history.positions.get(position);

@@ -299,3 +299,37 @@ export async function listen(
   });
   return readSse(res, abort, (message) => assertWireValid('subscriptions/listen', message));
 }
+
+/** tasks/stream (SEP-2694 draft) as a live stream: `notifications/tasks/event` messages, then the result. */
+export async function streamTaskEvents(
+  url: string,
+  taskId: string,
+  after?: number,
+  opts: { headers?: Record<string, string> } = {},
+): Promise<SseStream & { json?: Record<string, any> }> {
+  const abort = new AbortController();
+  const params = after === undefined ? { taskId } : { taskId, after };
+  const res = await fetch(url, {
+    method: 'POST',
+    signal: abort.signal,
+    headers: mcpHeaders('tasks/stream', params, opts.headers),
+    body: JSON.stringify(mcpRequest('tasks/stream', params)),
+  });
+  if (!(res.headers.get('content-type') ?? '').includes('text/event-stream')) {
+    // Nothing to stream (a finished task read to its end), or an error: a JSON answer.
+    const json = (await res.json()) as Record<string, any>;
+    const done = Promise.resolve();
+    return {
+      status: res.status,
+      contentType: res.headers.get('content-type') ?? '',
+      messages: [json],
+      events: [],
+      comments: 0,
+      ended: done,
+      json,
+      next: async () => json,
+      close: () => {},
+    };
+  }
+  return readSse(res, abort, (message) => assertWireValid('tasks/stream', message));
+}

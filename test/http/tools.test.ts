@@ -60,6 +60,7 @@ describe('tools/list', () => {
       'approved_export',
       'checksum_shards',
       'export_csv',
+      'scan_rows',
       'sync_sleeper',
       'loose_echo',
       'shout',

@@ -12,6 +12,8 @@ export function serverCapabilities(deps: ServerDeps): Record<string, unknown> {
     ...(withResources ? { resources: { subscribe: true, listChanged: true } } : {}),
     ...(withPrompts || withResources ? { completions: {} } : {}),
     extensions: { [TASKS_EXTENSION]: {} },
+    // Drafts this server implements ahead of the specification, each marked experimental.
+    experimental: { [TASKS_EXTENSION]: { eventStreams: { draft: 'SEP-2694', method: 'tasks/stream' } } },
   };
 }
 

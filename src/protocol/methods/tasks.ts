@@ -1,3 +1,5 @@
+import { META_LATEST_EVENT_SEQ } from '../../core/task-events.ts';
+import { latestEventSeq } from '../../tasks/store/events.ts';
 import { toDetailedTask } from '../../tasks/store/view.ts';
 import type { MethodHandler, RequestContext } from '../context.ts';
 import { missingTasksExtension, TASKS_EXTENSION } from '../../core/errors.ts';
@@ -22,7 +24,12 @@ export function tasksGet(deps: ServerDeps): MethodHandler {
     deps.pollLimiter?.check(ctx.principal, taskId);
     const view = await deps.tasks.get(taskId, ctx.principal);
     deps.pollLimiter?.record(ctx.principal, taskId, view.pollIntervalMs);
-    return { resultType: 'complete', ...toDetailedTask(view) };
+    return {
+      resultType: 'complete',
+      ...toDetailedTask(view),
+      // (Experimental, SEP-2694: where a reader of the task's events would stand once it caught up.)
+      _meta: { [META_LATEST_EVENT_SEQ]: latestEventSeq(view) },
+    };
   };
 }
 

@@ -15,6 +15,8 @@ export interface TaskView {
   inputRequests: InputRequests | null;
   /** An opaque tag of where the task was created (see TaskTraits). */
   origin: string | null;
+  /** The last event the task emitted (0: none); see latestEventSeq for what a reader can get. */
+  eventSeq: number;
 }
 
 export type TaskViewRow = Pick<
@@ -29,6 +31,7 @@ export type TaskViewRow = Pick<
   | 'result'
   | 'error'
   | 'origin'
+  | 'event_seq'
 > & { input_requests?: unknown };
 
 export const TASK_VIEW_COLUMNS = [
@@ -42,6 +45,7 @@ export const TASK_VIEW_COLUMNS = [
   'result',
   'error',
   'origin',
+  'event_seq',
 ] as const;
 
 export function toTaskView(row: TaskViewRow): TaskView {
@@ -57,6 +61,7 @@ export function toTaskView(row: TaskViewRow): TaskView {
     error: (row.error ?? null) as JsonObject | null,
     inputRequests: (row.input_requests ?? null) as InputRequests | null,
     origin: row.origin,
+    eventSeq: row.event_seq,
   };
 }
 

@@ -6,6 +6,7 @@ import { confirmAction } from './confirm-action.ts';
 import { echo } from './echo.ts';
 import { exportCsv } from './export-csv.ts';
 import { failWith } from './fail-with.ts';
+import { scanRows } from './scan-rows.ts';
 
 /** The tools a default server registers. */
 export const SHIPPED_TOOLS: readonly ToolDefinition[] = [
@@ -16,6 +17,7 @@ export const SHIPPED_TOOLS: readonly ToolDefinition[] = [
   approvedExport,
   checksumShards,
   exportCsv,
+  scanRows,
 ] as ToolDefinition[];
 
 /** This module, which sync-call threads load the shipped tools from (as `tools`, like a `--tools` module). */

@@ -1,0 +1,45 @@
+// Tools that emit task events (ctx.emit, ctx.partial), for the event tests: one that crashes once after
+// emitting (its re-run must not write them twice), one whose emits break the rules.
+import { z } from 'zod';
+import { defineTool } from '../../src/tools/define.ts';
+
+const runs = new Map<string, number>();
+
+/**
+ * Emits between steps and inside a step's body, then crashes on its first run (after the events were
+ * written); the second run emits the same events again, and the store must keep one of each.
+ */
+export const emitThenCrash = defineTool({
+  name: 'emit_then_crash',
+  description: 'emits 5 events, crashes once, emits 5 more (test tool)',
+  inputSchema: z.object({ tag: z.string() }),
+  taskSupport: 'required',
+  async handler({ tag }, ctx) {
+    const run = (runs.get(tag) ?? 0) + 1;
+    runs.set(tag, run);
+    for (let i = 0; i < 3; i++) await ctx.emit('com.example.test/before', { i });
+    await ctx.step('body', async () => {
+      for (let i = 0; i < 2; i++) await ctx.emit('com.example.test/body', { i });
+      return 'done';
+    });
+    if (run === 1) {
+      await ctx.step('flush-point', () => 'flushed');
+      // (Written before the crash: the leg's end flushes them whatever it came to.)
+      throw new Error('first run crashes after emitting');
+    }
+    for (let i = 0; i < 5; i++) await ctx.emit('com.example.test/after', { i });
+    return { content: [{ type: 'text', text: `run ${run}` }] };
+  },
+});
+
+/** Emits what its arguments say, to see each rule refused with its message. */
+export const emitBadly = defineTool({
+  name: 'emit_badly',
+  description: 'emits an event that breaks a rule (test tool)',
+  inputSchema: z.object({ type: z.string(), payload: z.unknown(), count: z.number().int().default(1) }),
+  taskSupport: 'required',
+  async handler({ type, payload, count }, ctx) {
+    for (let i = 0; i < count; i++) await ctx.emit(type, payload as Record<string, unknown>);
+    return { content: [{ type: 'text', text: 'emitted' }] };
+  },
+});
