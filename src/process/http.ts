@@ -74,14 +74,13 @@ export async function serveMcp(parts: McpEndpointParts, cleanups: CleanupStack):
   const shutdown = new AbortController();
   const taskChanges = new TaskChanges(conn.db, parts.feed, { log, metrics: parts.operational.metrics });
   cleanups.push(async () => taskChanges.stop());
-  const eventFeed = new TaskEventFeed(conn.db, parts.feed, { log, metrics: parts.operational.metrics });
-  cleanups.push(async () => eventFeed.stop());
-  const taskEvents = new TaskEventReader({
-    db: conn.db,
-    eventFeed,
-    taskChanges,
+  const eventFeed = new TaskEventFeed(conn.db, parts.feed, {
+    log,
+    metrics: parts.operational.metrics,
     pollMs: config.SUBSCRIPTION_POLL_MS,
   });
+  cleanups.push(async () => eventFeed.stop());
+  const taskEvents = new TaskEventReader({ db: conn.db, eventFeed, taskChanges });
   const artifacts = new ArtifactReader(conn.db, conn.pool);
   const deps = methodDeps(parts, { taskChanges, taskEvents, artifacts, shutdown: shutdown.signal });
   // Refuse unsafe settings (e.g. no authentication on a public address) before binding anything.

@@ -3,10 +3,18 @@ import type { Metrics } from '../core/metrics.ts';
 import type { Database } from '../db/database.ts';
 import { CHANNELS, type ChangeFeed } from '../events/change-feed.ts';
 import { coerceError, type Logger } from '../log.ts';
-import { readEventsOfTasks, type TaskEvent } from './store/events.ts';
+import { eventRangesOf, readEventsOfTasks, type EventRange, type TaskEvent } from './store/events.ts';
 
-/** Called with a followed task's newly read events, in order (they may start past the follower's cursor). */
-export type EventsWatcher = (events: readonly TaskEvent[]) => void;
+/** A followed task's row as the backstop read it: its status and its last event's number. */
+export type FollowedRow = Omit<EventRange, 'earliest'>;
+
+/** What a follower of a task is told. */
+export interface EventsWatcher {
+  /** The task's newly read events, in order (they may start past the follower's cursor). */
+  events: (events: readonly TaskEvent[]) => void;
+  /** The task's row, read by the backstop (undefined: the task is gone). */
+  row: (row: FollowedRow | undefined) => void;
+}
 
 /** After a failed read, its tasks are read again this much later (the database may be restarting). */
 const RETRY_MS = 1_000;
@@ -32,21 +40,34 @@ export class TaskEventFeed {
   readonly #metrics: Metrics | undefined;
   readonly #followed = new Map<string, Followed>();
   readonly #off: () => void;
+  readonly #backstop: NodeJS.Timeout;
   #changed = new Set<string>();
+  /** Set by the backstop: the next read takes every followed task, and their rows too. */
+  #sweep = false;
   #reading = false;
   #scheduled = false;
   #stopped = false;
   #reads = 0;
 
+  /**
+   * `pollMs`: the backstop. This often (and after the LISTEN connection came back) one read takes every
+   * followed task's new events and its row, in case a notification was lost.
+   */
   constructor(
     db: Kysely<Database>,
     feed: ChangeFeed | undefined,
-    { log, metrics }: { log: Logger; metrics?: Metrics | undefined },
+    { log, metrics, pollMs }: { log: Logger; metrics?: Metrics | undefined; pollMs: number },
   ) {
     this.#db = db;
     this.#log = log;
     this.#metrics = metrics;
-    this.#off = feed?.on(CHANNELS.taskEvents, (taskId) => this.#heard(taskId)) ?? (() => {});
+    const offEvents = feed?.on(CHANNELS.taskEvents, (taskId) => this.#heard(taskId)) ?? (() => {});
+    const offResync = feed?.onResync(() => this.#sweepAll()) ?? (() => {});
+    this.#off = () => {
+      offEvents();
+      offResync();
+    };
+    this.#backstop = setInterval(() => this.#sweepAll(), pollMs).unref();
   }
 
   /**
@@ -77,7 +98,14 @@ export class TaskEventFeed {
 
   stop(): void {
     this.#stopped = true;
+    clearInterval(this.#backstop);
     this.#off();
+  }
+
+  #sweepAll(): void {
+    if (this.#followed.size === 0) return;
+    this.#sweep = true;
+    this.#schedule();
   }
 
   #heard(taskId: string): void {
@@ -97,27 +125,35 @@ export class TaskEventFeed {
   }
 
   async #read(): Promise<void> {
+    const sweep = this.#sweep;
+    const ids = sweep ? [...this.#followed.keys()] : [...this.#changed];
     const after = new Map<string, number>();
-    for (const taskId of this.#changed) {
+    for (const taskId of ids) {
       const followed = this.#followed.get(taskId);
       if (followed !== undefined) after.set(taskId, followed.seq);
     }
     this.#changed = new Set();
+    this.#sweep = false;
     this.#reading = true;
     try {
-      const found = await readEventsOfTasks(this.#db, after, READ_LIMIT);
+      const [found, rows] = await Promise.all([
+        readEventsOfTasks(this.#db, after, READ_LIMIT),
+        sweep ? eventRangesOf(this.#db, [...after.keys()]) : undefined,
+      ]);
       this.#reads++;
       this.#metrics?.taskEventReads.inc();
       for (const [taskId, events] of found) this.#dispatch(taskId, events);
+      if (rows !== undefined) for (const taskId of after.keys()) this.#dispatchRow(taskId, rows.get(taskId));
     } catch (err) {
       this.#log.warn('reading task events failed', { tasks: after.size, error: coerceError(err).message });
       for (const id of after.keys()) this.#changed.add(id);
+      this.#sweep ||= sweep;
       setTimeout(() => this.#schedule(), RETRY_MS).unref();
       return;
     } finally {
       this.#reading = false;
     }
-    if (this.#changed.size > 0) this.#schedule();
+    if (this.#changed.size > 0 || this.#sweep) this.#schedule();
   }
 
   #dispatch(taskId: string, events: TaskEvent[]): void {
@@ -126,9 +162,17 @@ export class TaskEventFeed {
     followed.seq = Math.max(followed.seq, events.at(-1)!.seq);
     // (A full read may have left more behind.)
     if (events.length === READ_LIMIT) this.#heard(taskId);
-    for (const watcher of [...followed.watchers]) {
+    this.#tell(taskId, (watcher) => watcher.events(events));
+  }
+
+  #dispatchRow(taskId: string, row: FollowedRow | undefined): void {
+    this.#tell(taskId, (watcher) => watcher.row(row));
+  }
+
+  #tell(taskId: string, call: (watcher: EventsWatcher) => void): void {
+    for (const watcher of [...(this.#followed.get(taskId)?.watchers ?? [])]) {
       try {
-        watcher(events);
+        call(watcher);
       } catch (err) {
         this.#log.warn('task events watcher failed', { taskId, error: coerceError(err).message });
       }

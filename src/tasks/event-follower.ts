@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 import { EventsGoneError, SERVER_EVENTS, type WireTaskEvent } from '../core/task-events.ts';
 import type { Database } from '../db/database.ts';
 import type { TaskChanges } from './changes.ts';
-import type { TaskEventFeed } from './event-feed.ts';
+import type { FollowedRow, TaskEventFeed } from './event-feed.ts';
 import { isTerminal } from './status.ts';
 import { eventRange, readTaskEvents, type EventRange } from './store/events.ts';
 
@@ -14,10 +14,10 @@ const CATCH_UP_BATCH = 500;
 
 export interface EventFollowDeps {
   db: Kysely<Database>;
+  /** The process's shared reads of appended events (and their backstop, which reads the tasks' rows too). */
   eventFeed: TaskEventFeed;
+  /** Tells the follower at once when its task ends. */
   taskChanges: TaskChanges;
-  /** The backstop: the task is read again this often in case a notification was lost. */
-  pollMs: number;
 }
 
 export interface EventFollowRequest {
@@ -110,9 +110,9 @@ class Follower {
   readonly #offs: (() => void)[] = [];
   #cursor: number;
   #live: WireTaskEvent[] = [];
-  /** Set when something happened: live events, a change of the task, the backstop's tick. */
+  /** Set when something happened: live events, a change of the task, the backstop's read. */
   #woken = true;
-  /** Set when the task's row must be read (at the start, and at the backstop's tick). */
+  /** Set when the task's row must be read, and what follows the cursor (at the start, after the backstop's read). */
   #readRow = true;
   #finished: Finished | undefined;
   #wake: () => void = () => {};
@@ -121,24 +121,20 @@ class Follower {
     this.#deps = deps;
     this.#req = req;
     this.#cursor = req.after;
+    const stop = () => this.#poke();
+    req.signal.addEventListener('abort', stop, { once: true });
     this.#offs.push(
-      deps.eventFeed.follow(req.taskId, req.after, (events) => {
-        this.#live.push(...events);
-        this.#poke();
+      deps.eventFeed.follow(req.taskId, req.after, {
+        events: (events) => {
+          this.#live.push(...events);
+          this.#poke();
+        },
+        row: (row) => this.#backstopRead(row),
       }),
       deps.taskChanges.watchTask(req.taskId, req.principal, (view) => {
         if (isTerminal(view.status)) this.#finished = { ...view, last: view.eventSeq };
         this.#poke();
       }),
-    );
-    const backstop = setInterval(() => {
-      this.#readRow = true;
-      this.#poke();
-    }, deps.pollMs);
-    const stop = () => this.#poke();
-    req.signal.addEventListener('abort', stop, { once: true });
-    this.#offs.push(
-      () => clearInterval(backstop),
       () => req.signal.removeEventListener('abort', stop),
     );
   }
@@ -165,6 +161,14 @@ class Follower {
       this.#wake = () => {};
     }
     return 'stopped';
+  }
+
+  /** The backstop read the task's row: a follower behind it (a lost notification) reads again. */
+  #backstopRead(row: FollowedRow | undefined): void {
+    if (row === undefined || row.last > this.#cursor || isTerminal(row.status)) {
+      this.#readRow = true;
+      this.#poke();
+    }
   }
 
   #poke(): void {

@@ -159,6 +159,30 @@ export async function eventRange(db: Kysely<Database>, taskId: string): Promise<
   };
 }
 
+/** The rows of several tasks as their event readers need them (the backstop's shared read). */
+export async function eventRangesOf(
+  db: Kysely<Database>,
+  taskIds: readonly string[],
+): Promise<Map<string, Omit<EventRange, 'earliest'>>> {
+  if (taskIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('tasks')
+    .select(['task_id', 'status', 'status_message', 'last_updated_at', 'event_seq'])
+    .where('task_id', 'in', [...taskIds])
+    .execute();
+  return new Map(
+    rows.map((r) => [
+      r.task_id,
+      {
+        status: r.status as TaskStatus,
+        statusMessage: r.status_message,
+        lastUpdatedAt: r.last_updated_at,
+        last: r.event_seq,
+      },
+    ]),
+  );
+}
+
 /**
  * The number of a task's last event as a reader gets it: a finished task's stream ends with one more,
  * its final status (seq event_seq + 1), made from the task's row rather than stored (see task-events.ts).
