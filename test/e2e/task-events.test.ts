@@ -6,7 +6,7 @@ import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import { scanValue } from '../../src/tools/shipped/scan-rows.ts';
 import { deleteOldEvents } from '../../src/tasks/store/events.ts';
 import { createTestDatabase, insertTestTask, type TestDatabase } from '../helpers/db.ts';
-import { emitBadly, emitThenCrash } from '../helpers/event-tools.ts';
+import { emitBadly, emitChangesType, emitThenCrash } from '../helpers/event-tools.ts';
 import { RawMcp, streamTaskEvents } from '../helpers/mcp.ts';
 import { startTestProcess } from '../helpers/server-process.ts';
 
@@ -18,7 +18,7 @@ beforeAll(async () => {
   tdb = await createTestDatabase();
   rt = await startTestProcess({
     databaseUrl: tdb.url,
-    tools: [...SHIPPED_TOOLS, emitThenCrash, emitBadly],
+    tools: [...SHIPPED_TOOLS, emitThenCrash, emitBadly, emitChangesType],
     env: { SUBSCRIPTION_POLL_MS: '500', MAX_EVENT_BYTES: '1000', MAX_EVENTS_PER_TASK: '50' },
   });
   mcp = new RawMcp(rt.url);
@@ -103,6 +103,15 @@ describe('tasks/stream', () => {
       'after:4',
       'status:completed',
     ]);
+  });
+
+  it('a replay that emits another type where one was written fails its task (the determinism guard)', async () => {
+    const { taskId } = await mcp.callTool('emit_changes_type', { tag: `g${Date.now()}` });
+    const task = await waitTerminal(taskId);
+    expect(task.status).toBe('failed');
+    expect(task.error.message).toMatch(
+      /emitted "com.example.test\/new" where this task recorded "com.example.test\/old"/,
+    );
   });
 
   it('refuses a bad cursor, and answers an unknown or another principal’s task as tasks/get does', async () => {

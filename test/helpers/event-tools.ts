@@ -43,3 +43,22 @@ export const emitBadly = defineTool({
     return { content: [{ type: 'text', text: 'emitted' }] };
   },
 });
+
+/**
+ * Emits one type on its first run and crashes, another type at the same place on its second: as if its
+ * code changed under the task. The determinism guard must fail it.
+ */
+export const emitChangesType = defineTool({
+  name: 'emit_changes_type',
+  description: 'emits a different type where its first run emitted another (test tool)',
+  inputSchema: z.object({ tag: z.string() }),
+  taskSupport: 'required',
+  async handler({ tag }, ctx) {
+    const run = (runs.get(tag) ?? 0) + 1;
+    runs.set(tag, run);
+    await ctx.emit(run === 1 ? 'com.example.test/old' : 'com.example.test/new', {});
+    await ctx.step('point', () => 'p');
+    if (run === 1) throw new Error('first run crashes after emitting');
+    return { content: [{ type: 'text', text: 'unreachable' }] };
+  },
+});
