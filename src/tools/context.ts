@@ -28,7 +28,7 @@ export interface ContextBackend {
   readonly logLevel?: LogLevel | undefined;
   status(message: string): void;
   /** ctx.emit and ctx.partial: a task's durable events; nothing for a synchronous call. */
-  emit(type: string, payload: JsonObject): Promise<void>;
+  emit(type: string, payload?: unknown): Promise<void>;
   partial(content: JsonObject[]): Promise<void>;
   /** Delivers a request-scoped notification; absent for tasks, which have no stream. */
   notify?: ((notification: Notification) => Promise<void>) | undefined;

@@ -54,8 +54,8 @@ export interface ToolContext {
   /** Sets the task's `statusMessage` (throttled writes). A no-op for synchronous calls. */
   status(message: string): void;
   /**
-   * Emits an event on the task's event stream (experimental, SEP-2694): `type` vendor-prefixed
-   * (`com.example/row`), `payload` a JSON object. Events are numbered 1, 2, 3… per task and stored in
+   * Emits an event on the task's event stream (experimental, SEP-2694): `type` best vendor-prefixed
+   * (`com.example/row`), `payload` a JSON object (any other JSON value goes as `{ value }`). Events are numbered 1, 2, 3… per task and stored in
    * Postgres, many per commit: the returned promise resolves at once unless many are queued (then when
    * a batch is written), so a tight loop need not await it; everything emitted is written before the
    * task parks, asks for input or finishes. Clients follow the stream live with `tasks/stream` (or `GET
@@ -65,7 +65,7 @@ export interface ToolContext {
    * MAX_EVENTS_PER_TASK and MAX_EVENT_BYTES_PER_TASK. Does nothing in a synchronous call, and inside a
    * map item's function.
    */
-  emit(type: string, payload: JsonObject): Promise<void>;
+  emit(type: string, payload?: unknown): Promise<void>;
   /**
    * Appends content blocks (text, resource links…) to the task's partial output: a
    * `dev.durable-mcp-tasks/partial` event `{ content }`, as SEP-2679 shapes partial results. As `emit`.

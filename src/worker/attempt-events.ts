@@ -51,8 +51,11 @@ export function inStepBody<T>(position: number, body: () => T): T {
   return stepBodies.run({ position, emitted: 0 }, body);
 }
 
-/** A tool's event type is vendor-prefixed, as SEP-2694 asks: `com.example/row`. */
-const EVENT_TYPE = /^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+\/[A-Za-z0-9._~:/-]{1,200}$/;
+/**
+ * A tool's event type: a name of visible ASCII (SEP-2694 asks for a vendor prefix, `com.example/row`: the
+ * documented advice; an unprefixed name passes too).
+ */
+const EVENT_TYPE = /^[A-Za-z0-9][A-Za-z0-9._~:/@+-]{0,199}$/;
 
 /** A tool's mistake in an emit (its type, its payload, a bound): thrown at the emit, it fails the task unless caught. */
 export class EventError extends ProtocolError {
@@ -75,7 +78,7 @@ export interface EventWriterOptions {
 
 export interface EventWriter {
   /** ctx.emit: queues the event; resolves at once unless many are queued, then when a batch is written. */
-  emit: (type: string, payload: JsonObject) => Promise<void>;
+  emit: (type: string, payload?: unknown) => Promise<void>;
   /** ctx.partial: content blocks appended to the task's output, as a `partial` event. */
   partial: (content: JsonObject[]) => Promise<void>;
   /** The server's own event, under a key of its own (the same on every replay). */
@@ -100,7 +103,7 @@ export function createEventWriter(opts: EventWriterOptions): EventWriter {
     return `p${position}:${between.emitted++}`;
   };
 
-  const enqueue = (key: string, type: string, payload: JsonObject): void => {
+  const enqueue = (key: string, type: string, payload: unknown): void => {
     const json = checkedPayload(type, payload, limits.maxEventBytes);
     const size = Buffer.byteLength(json, 'utf8');
     checkTaskBounds(limits, count + 1, bytes + size);
@@ -123,7 +126,7 @@ export function createEventWriter(opts: EventWriterOptions): EventWriter {
   };
 
   /** An event emitted by the handler, keyed by where it was emitted. */
-  const emitPositioned = async (type: string, payload: JsonObject): Promise<void> => {
+  const emitPositioned = async (type: string, payload: unknown): Promise<void> => {
     if (opts.replayOnly) return;
     const key = keyOfNext();
     // (An event a step's body emitted may differ between runs of the body: only events between steps are guarded.)
@@ -187,7 +190,7 @@ function appendQueue({ db, task }: EventWriterOptions) {
 function checkType(type: string): void {
   if (typeof type !== 'string' || !EVENT_TYPE.test(type)) {
     throw new EventError(
-      `ctx.emit: event type ${JSON.stringify(type)} must be vendor-prefixed, e.g. "com.example/row" (SEP-2694)`,
+      `ctx.emit: event type ${JSON.stringify(type)} must be 1 to 200 letters, digits and ._~:/@+- starting with a letter or digit; vendor-prefixed is best, e.g. "com.example/row" (SEP-2694)`,
     );
   }
   if (type.startsWith(SERVER_EVENT_PREFIX) || type.startsWith('io.modelcontextprotocol/')) {
@@ -197,14 +200,23 @@ function checkType(type: string): void {
   }
 }
 
-/** The payload as JSON, once it is a storable JSON object within MAX_EVENT_BYTES. */
+/**
+ * The payload as JSON, once it is storable and within MAX_EVENT_BYTES. The draft's payload is an object: a
+ * value that is not one goes as `{ value }` (undefined as `{}`).
+ */
 function checkedPayload(type: string, payload: unknown, maxBytes: number): string {
-  if (!isJsonObject(payload) || !isStorable(payload)) {
+  const object = payload === undefined ? {} : isJsonObject(payload) ? payload : { value: payload };
+  let json: string | undefined;
+  try {
+    json = isStorable(object) ? JSON.stringify(object) : undefined;
+  } catch {
+    json = undefined;
+  }
+  if (json === undefined) {
     throw new EventError(
-      `ctx.emit("${type}"): the payload must be a JSON object whose strings hold no NUL characters or unpaired surrogates`,
+      `ctx.emit("${type}"): the payload must be JSON (no BigInt, no cycles) whose strings hold no NUL characters or unpaired surrogates`,
     );
   }
-  const json = JSON.stringify(payload);
   // (A UTF-8 byte per UTF-16 unit at least, three at most: most payloads need no count.)
   if (json.length * 3 > maxBytes && Buffer.byteLength(json, 'utf8') > maxBytes) {
     throw new EventError(

@@ -146,14 +146,16 @@ describe('tasks/stream', () => {
 
   it('refuses what breaks the rules of an emit with an error naming the rule or the setting', async () => {
     const cases: [Record<string, unknown>, RegExp][] = [
-      [{ type: 'row', payload: {} }, /vendor-prefixed/],
+      [{ type: 'a row', payload: {} }, /must be 1 to 200 letters/],
       [{ type: 'dev.durable-mcp-tasks/status', payload: {} }, /reserved/],
-      [{ type: 'com.example/x', payload: [1] }, /JSON object/],
+      [{ type: 'com.example/x', payload: {}, withNul: true }, /NUL characters/],
       [{ type: 'com.example/x', payload: { s: 'x'.repeat(2_000) } }, /MAX_EVENT_BYTES \(1000\)/],
       [{ type: 'com.example/x', payload: {}, count: 51 }, /MAX_EVENTS_PER_TASK \(50\)/],
     ];
     for (const [args, message] of cases) {
-      const { taskId } = await mcp.callTool('emit_badly', args);
+      const created = await mcp.callTool('emit_badly', args);
+      const { taskId } = created;
+      if (taskId === undefined) throw new Error(JSON.stringify(created));
       const task = await waitTerminal(taskId);
       expect(task.status).toBe('failed');
       expect(task.error.message).toMatch(message);

@@ -36,10 +36,16 @@ export const emitThenCrash = defineTool({
 export const emitBadly = defineTool({
   name: 'emit_badly',
   description: 'emits an event that breaks a rule (test tool)',
-  inputSchema: z.object({ type: z.string(), payload: z.unknown(), count: z.number().int().default(1) }),
+  inputSchema: z.object({
+    type: z.string(),
+    payload: z.unknown().optional(),
+    count: z.number().int().default(1),
+    // (Arguments holding a NUL are refused before any task exists: the tool makes one itself.)
+    withNul: z.boolean().default(false),
+  }),
   taskSupport: 'required',
-  async handler({ type, payload, count }, ctx) {
-    for (let i = 0; i < count; i++) await ctx.emit(type, payload as Record<string, unknown>);
+  async handler({ type, payload, count, withNul }, ctx) {
+    for (let i = 0; i < count; i++) await ctx.emit(type, withNul ? { s: 'nul \u0000' } : payload);
     return { content: [{ type: 'text', text: 'emitted' }] };
   },
 });
