@@ -29,7 +29,7 @@ export class McpAuthError extends Error {
 
 /** The server answered the request with a JSON-RPC error. */
 export class McpRpcError extends Error {
-  override readonly name = 'McpRpcError';
+  override readonly name: string = 'McpRpcError';
   constructor(
     readonly method: string,
     readonly code: number,
@@ -88,19 +88,7 @@ export class McpHttp {
   async request(method: string, params: JsonObject = {}, signal?: AbortSignal): Promise<JsonObject> {
     const id = this.#nextId++;
     const res = await this.#post(method, params, id, 'application/json, text/event-stream', signal);
-    const body = await res.text();
-    let message: JsonObject | undefined;
-    try {
-      message = responseIn(body, res.headers.get('content-type') ?? '', id);
-    } catch {
-      message = undefined;
-    }
-    if (message === undefined) {
-      throw new McpConnectionError(
-        `${this.url} answered HTTP ${res.status} without a JSON-RPC response: ${body.slice(0, 200)}`,
-      );
-    }
-    if (isJsonObject(message.error)) throw rpcErrorOf(method, message.error);
+    const message = await this.#answerOf(method, res, id, false);
     if (!isJsonObject(message.result)) throw new McpConnectionError(`${method}: the response has no result`);
     return message.result;
   }
@@ -115,37 +103,82 @@ export class McpHttp {
     onMessage: (message: JsonObject) => void,
     signal: AbortSignal,
   ): Promise<void> {
+    try {
+      for await (const message of this.messages(method, params, signal, { streamOnly: true })) {
+        onMessage(message);
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      throw err;
+    }
+  }
+
+  /**
+   * Sends a request whose answer may be a stream (`tasks/stream`) and yields its messages as they come:
+   * each notification, then the response, if the stream ends with one (a JSON answer is its one
+   * message). The body is read only as messages are asked for, and let go when the caller stops.
+   * Throws McpRpcError for an error response, McpConnectionError when the connection drops mid-stream
+   * (and, with `streamOnly`, for an answer that is not a stream), like `request` otherwise.
+   */
+  async *messages(
+    method: string,
+    params: JsonObject,
+    signal: AbortSignal,
+    { streamOnly = false }: { streamOnly?: boolean } = {},
+  ): AsyncGenerator<JsonObject, void, undefined> {
     const id = this.#nextId++;
     const res = await this.#post(method, params, id, 'text/event-stream, application/json', signal);
     const type = res.headers.get('content-type') ?? '';
     if (!type.includes('text/event-stream') || res.body === null) {
-      const body = await res.text();
-      const message = (() => {
-        try {
-          return responseIn(body, type, id);
-        } catch {
-          return undefined;
-        }
-      })();
-      if (message !== undefined && isJsonObject(message.error)) throw rpcErrorOf(method, message.error);
-      throw new McpConnectionError(`${method}: ${this.url} answered HTTP ${res.status} without a stream`);
+      yield await this.#answerOf(method, res, id, streamOnly);
+      return;
     }
     const reader = new SseReader();
     const decoder = new TextDecoder();
     const body = (res.body as ReadableStream<Uint8Array>).getReader();
     try {
       for (;;) {
-        const { value, done } = await body.read();
-        if (done) break;
-        for (const message of reader.push(decoder.decode(value, { stream: true }))) {
+        const { value, done } = await body.read().catch((err: unknown) => {
+          if (signal.aborted) throw err;
+          throw new McpConnectionError(`${method}: the stream from ${this.url} broke off: ${causeOf(err)}`);
+        });
+        const messages = done ? reader.end() : reader.push(decoder.decode(value, { stream: true }));
+        for (const message of messages) {
           if (message.id === id && isJsonObject(message.error)) throw rpcErrorOf(method, message.error);
-          onMessage(message);
+          yield message;
         }
+        if (done) return;
       }
-    } catch (err) {
-      if (signal.aborted) return;
-      throw err;
+    } finally {
+      // A caller that stops early lets the connection go.
+      await body.cancel().catch(() => {});
     }
+  }
+
+  /**
+   * The response in a whole body (JSON, or an SSE stream read to its end), unless it is an error;
+   * `streamOnly` refuses any answer that was not a stream.
+   */
+  async #answerOf(method: string, res: Response, id: number, streamOnly: boolean): Promise<JsonObject> {
+    const body = await res.text().catch((err: unknown) => {
+      throw new McpConnectionError(`${method}: the answer from ${this.url} broke off: ${causeOf(err)}`);
+    });
+    let message: JsonObject | undefined;
+    try {
+      message = responseIn(body, res.headers.get('content-type') ?? '', id);
+    } catch {
+      message = undefined;
+    }
+    if (message !== undefined && isJsonObject(message.error)) throw rpcErrorOf(method, message.error);
+    if (streamOnly) {
+      throw new McpConnectionError(`${method}: ${this.url} answered HTTP ${res.status} without a stream`);
+    }
+    if (message === undefined) {
+      throw new McpConnectionError(
+        `${this.url} answered HTTP ${res.status} without a JSON-RPC response: ${body.slice(0, 200)}`,
+      );
+    }
+    return message;
   }
 
   async #post(
@@ -184,8 +217,7 @@ export class McpHttp {
       });
     } catch (err) {
       if (signal?.aborted) throw err;
-      const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : String(err);
-      throw new McpConnectionError(`cannot reach ${this.url}: ${cause}`);
+      throw new McpConnectionError(`cannot reach ${this.url}: ${causeOf(err)}`);
     }
     if (res.status === 401 || res.status === 403) {
       await res.body?.cancel();
@@ -199,6 +231,10 @@ export class McpHttp {
     return res;
   }
 }
+
+/** What a failed fetch or read says went wrong (undici puts the socket's error in `cause`). */
+const causeOf = (err: unknown) =>
+  err instanceof Error && err.cause instanceof Error ? err.cause.message : String(err);
 
 function rpcErrorOf(method: string, error: JsonObject): McpRpcError {
   return new McpRpcError(method, Number(error.code), String(error.message), error.data);

@@ -1,5 +1,6 @@
 // `durable-mcp-tasks/client`: a client for any 2026-07-28 MCP server with the Tasks extension that keeps
 // the ids of the tasks it creates, so that it can follow them again after a restart.
+export { TaskEventsGoneError, type EventsOptions, type TaskEvent } from './events.ts';
 export { McpAuthError, McpConnectionError, McpHttp, McpRpcError, type HttpOptions } from './http.ts';
 export {
   defaultStateDir,

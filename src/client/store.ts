@@ -36,7 +36,16 @@ export interface TaskIdStore {
   load(serverUrl: string, taskId: string): Promise<TaskRecord | undefined>;
   /** Every record, or those of one endpoint; newest first. */
   list(serverUrl?: string): Promise<TaskRecord[]>;
+  /** Removes the record, and the task's event cursor with it. */
   remove(serverUrl: string, taskId: string): Promise<void>;
+  /**
+   * The `seq` of the last task event the host processed (`TasksClient.events`), kept apart from the
+   * record (written once per event, never racing a record's save). Optional: a store without it keeps
+   * no cursor, and an iterator starts where its `after` says.
+   */
+  eventCursor?(serverUrl: string, taskId: string): Promise<number | undefined>;
+  /** Saves the cursor; it need not be durable against a machine crash (events are then seen again). */
+  saveEventCursor?(serverUrl: string, taskId: string, seq: number): Promise<void>;
 }
 
 /** @deprecated use TaskIdStore (the same interface; "task store" names the server's SQL). */
@@ -47,6 +56,7 @@ const newestFirst = (a: TaskRecord, b: TaskRecord) => b.createdAt.localeCompare(
 /** Records in this process's memory: for tests, and hosts that only need `pending()` while they run. */
 export class MemoryTaskStore implements TaskIdStore {
   readonly #records = new Map<string, TaskRecord>();
+  readonly #cursors = new Map<string, number>();
 
   async save(record: TaskRecord): Promise<void> {
     this.#records.set(keyOf(record.serverUrl, record.taskId), structuredClone(record));
@@ -63,6 +73,13 @@ export class MemoryTaskStore implements TaskIdStore {
   }
   async remove(serverUrl: string, taskId: string): Promise<void> {
     this.#records.delete(keyOf(serverUrl, taskId));
+    this.#cursors.delete(keyOf(serverUrl, taskId));
+  }
+  async eventCursor(serverUrl: string, taskId: string): Promise<number | undefined> {
+    return this.#cursors.get(keyOf(serverUrl, taskId));
+  }
+  async saveEventCursor(serverUrl: string, taskId: string, seq: number): Promise<void> {
+    this.#cursors.set(keyOf(serverUrl, taskId), seq);
   }
 }
 
@@ -80,7 +97,9 @@ export function defaultStateDir(env: Record<string, string | undefined> = proces
 /**
  * One JSON file per task in a folder (mode 0700, files 0600), each written to a temporary file and
  * renamed over the old one: a record is whole or absent, and processes sharing the folder (two
- * terminals) never overwrite each other's tasks.
+ * terminals) never overwrite each other's tasks. A task's event cursor is a file of its own beside
+ * the record (`.cursor`), written the same way but not flushed to disk: it is written once per event,
+ * and after a machine crash the worst is events seen again (a cursor lost is one never saved).
  */
 export class FileTaskStore implements TaskIdStore {
   readonly dir: string;
@@ -90,11 +109,8 @@ export class FileTaskStore implements TaskIdStore {
   }
 
   async save(record: TaskRecord): Promise<void> {
-    await mkdir(this.dir, { recursive: true, mode: 0o700 });
     const file = this.#fileOf(record.serverUrl, record.taskId);
-    const temp = `${file}.${process.pid}.${Date.now()}.tmp`;
-    await writeFile(temp, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600, flush: true });
-    await rename(temp, file);
+    await this.#write(file, `${JSON.stringify(record, null, 2)}\n`, true);
   }
 
   async load(serverUrl: string, taskId: string): Promise<TaskRecord | undefined> {
@@ -117,17 +133,39 @@ export class FileTaskStore implements TaskIdStore {
 
   async remove(serverUrl: string, taskId: string): Promise<void> {
     await rm(this.#fileOf(serverUrl, taskId), { force: true });
+    await rm(this.#fileOf(serverUrl, taskId, 'cursor'), { force: true });
   }
 
-  #fileOf(serverUrl: string, taskId: string): string {
-    return path.join(this.dir, `${digest(serverUrl)}-${digest(taskId)}.json`);
+  async eventCursor(serverUrl: string, taskId: string): Promise<number | undefined> {
+    const value = (await readJson(this.#fileOf(serverUrl, taskId, 'cursor'))) as
+      { seq?: unknown } | undefined;
+    return Number.isSafeInteger(value?.seq) ? (value?.seq as number) : undefined;
+  }
+
+  async saveEventCursor(serverUrl: string, taskId: string, seq: number): Promise<void> {
+    await this.#write(this.#fileOf(serverUrl, taskId, 'cursor'), `${JSON.stringify({ seq })}\n`, false);
+  }
+
+  /** Writes a temporary file (flushed to disk when `flush`) and renames it over `file`. */
+  async #write(file: string, text: string, flush: boolean): Promise<void> {
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    const temp = `${file}.${process.pid}.${++temporaries}.tmp`;
+    await writeFile(temp, text, { mode: 0o600, flush });
+    await rename(temp, file);
+  }
+
+  #fileOf(serverUrl: string, taskId: string, ext: 'json' | 'cursor' = 'json'): string {
+    return path.join(this.dir, `${digest(serverUrl)}-${digest(taskId)}.${ext}`);
   }
 }
 
+/** Numbers this process's temporary files: two writes in one millisecond never share one. */
+let temporaries = 0;
+
 const digest = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 16);
 
-/** A record file, or undefined when it is missing or not a record (a half-written file is never one). */
-async function readRecord(file: string): Promise<TaskRecord | undefined> {
+/** A file's JSON, or undefined when it is missing or not JSON (a half-written file never is). */
+async function readJson(file: string): Promise<unknown> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -136,11 +174,16 @@ async function readRecord(file: string): Promise<TaskRecord | undefined> {
     throw err;
   }
   try {
-    const value = JSON.parse(text) as Partial<TaskRecord>;
-    return typeof value.taskId === 'string' && typeof value.serverUrl === 'string'
-      ? ({ answeredKeys: [], ...value } as TaskRecord)
-      : undefined;
+    return JSON.parse(text) as unknown;
   } catch {
     return undefined;
   }
+}
+
+/** A record file, or undefined when it is missing or not a record. */
+async function readRecord(file: string): Promise<TaskRecord | undefined> {
+  const value = (await readJson(file)) as Partial<TaskRecord> | undefined;
+  return typeof value?.taskId === 'string' && typeof value.serverUrl === 'string'
+    ? ({ answeredKeys: [], ...value } as TaskRecord)
+    : undefined;
 }

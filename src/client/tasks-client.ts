@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isJsonObject, type JsonObject } from '../core/wire.ts';
+import { taskEvents, TERMINAL_STATUSES as TERMINAL, type EventsOptions, type TaskEvent } from './events.ts';
 import { McpConnectionError, McpHttp, McpRpcError, type HttpOptions } from './http.ts';
 import { MemoryTaskStore, type TaskIdStore, type TaskRecord } from './store.ts';
 
@@ -58,7 +59,6 @@ export interface TasksClientOptions extends HttpOptions {
   store?: TaskIdStore;
 }
 
-const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 /** Records of tasks whose server states no TTL go this long after their outcome was shown. */
 const KEEP_WITHOUT_TTL_MS = 7 * 24 * 3_600_000;
 
@@ -141,6 +141,23 @@ export class TasksClient {
     if (known !== undefined) return this.#follow(known, undefined, opts);
     const task = snapshotOf(await this.http.request('tasks/get', { taskId }, opts.signal));
     return this.#follow(await this.#recordNew(task, '', {}), task, opts);
+  }
+
+  /**
+   * The task's events (`tasks/stream`, SEP-2694 draft), in order and each once, until its last one:
+   *
+   * ```ts
+   * for await (const event of client.events(taskId)) show(event); // { taskId, seq, type, payload, time? }
+   * ```
+   *
+   * An event counts as processed when the loop asks for the next one: its seq is then saved in the
+   * store (`saveEventCursor`), so that a host that restarts goes on after the last event it processed
+   * (a loop left with `break` or a throw leaves its event unsaved: it comes again). A dropped
+   * connection, or a stream cut by a server shutting down, is opened again after the cursor, with
+   * backoff. Events the server no longer keeps throw a TaskEventsGoneError (`ifGone: 'skip'` goes on).
+   */
+  events(taskId: string, opts: EventsOptions = {}): AsyncGenerator<TaskEvent, void, undefined> {
+    return taskEvents(this.http, this.store, taskId, opts);
   }
 
   /** This server's tasks whose outcome the client has not shown yet, newest first. */

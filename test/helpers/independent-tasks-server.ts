@@ -11,6 +11,14 @@
  * `always_fails` (a failed task with a JSON-RPC error). A client that declares the extension gets a
  * task for every call; one that does not gets the same work done inline (ask_name then asks through
  * the multi round-trip flow).
+ *
+ * Task events, written from the SEP-2694 draft alone (seps/2694-resumable-task-event-streams.md, PR
+ * #2694): each task keeps its own log, numbered from 0 as the draft says; slow_count writes
+ * `org.example.count/step {k, steps}` per step, and every change of status writes
+ * `org.example.tasks/status {status, statusMessage?}`. `tasks/stream {taskId, after?}` sends the events
+ * after the cursor as `notifications/tasks/event` on the request's SSE stream, live, and returns an
+ * empty result once the task ended and everything was sent; a cursor older than what is kept
+ * (`keepEvents`) is `events_gone` (-32010). The tests cut open streams three ways with `cutStreams`.
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -34,6 +42,9 @@ import {
 import { z } from 'zod';
 
 const TASKS_EXT = 'io.modelcontextprotocol/tasks';
+const RELATED_TASK = 'io.modelcontextprotocol/related-task';
+/** SEP-2694's error for a cursor older than the events kept. */
+const EVENTS_GONE = -32010;
 const POLL_INTERVAL_MS = 50;
 const TTL_MS = 60_000;
 const STEP_MS = 100;
@@ -44,10 +55,27 @@ export interface IndependentTasksServer {
   url: string;
   /** Cancels running work, then closes the handler and the socket. */
   close(): Promise<void>;
+  /**
+   * Cuts every open `tasks/stream` now: `close` returns its empty result early (the draft allows a
+   * receiver to close before the task ends), `end` ends the HTTP response without a result (as a
+   * server going down does), `drop` destroys the connection. Returns how many were cut.
+   */
+  cutStreams(how: 'close' | 'end' | 'drop'): number;
+}
+
+export interface IndependentServerOptions {
+  /** How many of a task's latest events are kept (default all); older ones are gone. */
+  keepEvents?: number;
 }
 
 type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
 type JsonRpcError = { code: number; message: string; data?: unknown };
+
+interface TaskEvent {
+  seq: number;
+  type: string;
+  payload: Record<string, unknown>;
+}
 
 interface TaskRecord {
   readonly taskId: string;
@@ -60,6 +88,11 @@ interface TaskRecord {
   /** The one outstanding request while input_required, and how to hand its response to the work. */
   pending?: { key: string; request: InputRequest; deliver(response: unknown): void };
   readonly abort: AbortController;
+  /** The events kept (the latest `keepEvents`), and the seq the next one gets. */
+  readonly events: TaskEvent[];
+  nextSeq: number;
+  /** Woken on every new event and status change: the open streams of the task. */
+  readonly watchers: Set<() => void>;
 }
 
 /** What a tool's work sees: its abort signal, a progress line, and a way to ask the client for input. */
@@ -68,6 +101,8 @@ interface WorkControl {
   progress(statusMessage: string): void;
   /** Resolves with the client's response to `request`, asked under `key` (unique within the task). */
   ask(key: string, request: InputRequest): Promise<InputResponseView>;
+  /** Appends an event to the task's log (a no-op when the work runs inline). */
+  emit(type: string, payload: Record<string, unknown>): void;
 }
 
 type Work<A> = (args: A, ctl: WorkControl) => Promise<CallToolResult>;
@@ -78,6 +113,7 @@ type Work<A> = (args: A, ctl: WorkControl) => Promise<CallToolResult>;
 const slowCount: Work<{ steps: number }> = async ({ steps }, ctl) => {
   for (let k = 1; k <= steps; k++) {
     await sleep(STEP_MS, undefined, { signal: ctl.signal });
+    ctl.emit('org.example.count/step', { k, steps });
     ctl.progress(`${k}/${steps}`);
   }
   return { content: [{ type: 'text', text: `counted to ${steps}` }] };
@@ -123,6 +159,14 @@ function toRpcError(err: unknown): JsonRpcError {
   return { code: ProtocolErrorCode.InternalError, message: 'Internal error' };
 }
 
+function eventsGone(taskId: string, earliestSeq: number): ProtocolError {
+  return new ProtocolError(EVENTS_GONE, 'Task events are no longer available', {
+    reason: 'events_gone',
+    taskId,
+    earliestSeq,
+  });
+}
+
 function declaresTasks(ctx: ServerContext): boolean {
   const envelope = (ctx.mcpReq.envelope ?? {}) as Record<string, unknown>;
   const caps = envelope[CLIENT_CAPABILITIES_META_KEY] as { extensions?: Record<string, unknown> } | undefined;
@@ -131,6 +175,13 @@ function declaresTasks(ctx: ServerContext): boolean {
 
 class TaskStore {
   readonly #tasks = new Map<string, TaskRecord>();
+  readonly #keepEvents: number;
+  /** How each open stream is told to close early (`cutStreams('close')`). */
+  readonly closers = new Set<() => void>();
+
+  constructor(opts: IndependentServerOptions) {
+    this.#keepEvents = opts.keepEvents ?? Number.POSITIVE_INFINITY;
+  }
 
   /** Records a task, starts its work in the background, and returns the CreateTaskResult. */
   start<A>(work: Work<A>, args: A): Record<string, unknown> {
@@ -141,11 +192,15 @@ class TaskStore {
       createdAt: now,
       lastUpdatedAt: now,
       abort: new AbortController(),
+      events: [],
+      nextSeq: 0,
+      watchers: new Set(),
     };
     this.#tasks.set(task.taskId, task);
     const ctl: WorkControl = {
       signal: task.abort.signal,
       progress: (statusMessage) => this.#set(task, { status: 'working', statusMessage }),
+      emit: (type, payload) => this.#append(task, type, payload),
       ask: (key, request) =>
         new Promise((resolve, reject) => {
           task.abort.signal.addEventListener('abort', () => reject(task.abort.signal.reason as Error), {
@@ -206,9 +261,72 @@ class TaskStore {
     task.abort.abort(new Error('task cancelled'));
   }
 
+  /**
+   * tasks/stream: the events after `after` (from the earliest kept without it), then each new one,
+   * until the task ended and all were sent; then the empty result (SEP-2694).
+   */
+  async stream(
+    taskId: string,
+    after: number | undefined,
+    ctx: ServerContext,
+  ): Promise<Record<string, unknown>> {
+    const task = this.#find(taskId, 'stream events of');
+    let next = after === undefined ? this.#earliest(task) : after + 1;
+    let closed = false;
+    const close = () => {
+      closed = true;
+      for (const wake of task.watchers) wake();
+    };
+    this.closers.add(close);
+    try {
+      for (;;) {
+        if (closed) return {};
+        if (next < this.#earliest(task)) throw eventsGone(task.taskId, this.#earliest(task));
+        const event = task.events.find((e) => e.seq >= next);
+        if (event !== undefined) {
+          await ctx.mcpReq.notify({
+            method: 'notifications/tasks/event',
+            params: { ...event, taskId, _meta: { [RELATED_TASK]: { taskId } } },
+          });
+          next = event.seq + 1;
+          continue;
+        }
+        if (isTerminal(task.status)) return {};
+        await this.#changed(task, ctx.mcpReq.signal);
+        ctx.mcpReq.signal.throwIfAborted();
+      }
+    } finally {
+      this.closers.delete(close);
+    }
+  }
+
   /** Stops every task's work (on close); the tasks themselves go with the store. */
   abortAll(): void {
     for (const task of this.#tasks.values()) task.abort.abort(new Error('server closing'));
+    for (const close of this.closers) close();
+  }
+
+  #earliest(task: TaskRecord): number {
+    return task.events[0]?.seq ?? task.nextSeq;
+  }
+
+  /** Resolves at the task's next event or change of status, or when `signal` aborts. */
+  #changed(task: TaskRecord, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        task.watchers.delete(wake);
+        signal.removeEventListener('abort', wake);
+        resolve();
+      };
+      task.watchers.add(wake);
+      signal.addEventListener('abort', wake, { once: true });
+    });
+  }
+
+  #append(task: TaskRecord, type: string, payload: Record<string, unknown>): void {
+    task.events.push({ seq: task.nextSeq++, type, payload });
+    if (task.events.length > this.#keepEvents) task.events.shift();
+    for (const wake of task.watchers) wake();
   }
 
   #find(taskId: string, verb: string): TaskRecord {
@@ -219,10 +337,18 @@ class TaskStore {
     return task;
   }
 
-  /** The one place a task changes; an ended task never changes again (late work results are dropped). */
+  /**
+   * The one place a task changes; an ended task never changes again (late work results are dropped).
+   * A change of status is an event too.
+   */
   #set(task: TaskRecord, change: Partial<Pick<TaskRecord, 'status' | 'statusMessage' | 'result' | 'error'>>) {
     if (isTerminal(task.status)) return;
+    const before = task.status;
     Object.assign(task, change, { lastUpdatedAt: new Date().toISOString() });
+    if (task.status !== before) {
+      const message = task.statusMessage === undefined ? {} : { statusMessage: task.statusMessage };
+      this.#append(task, 'org.example.tasks/status', { status: task.status, ...message });
+    }
   }
 
   #view(task: TaskRecord): Record<string, unknown> {
@@ -256,6 +382,7 @@ async function runInline<A>(work: Work<A>, args: A, ctx: ServerContext): Promise
   const ctl: WorkControl = {
     signal: ctx.mcpReq.signal,
     progress: () => {},
+    emit: () => {},
     ask: async (key, request) => {
       const response = inputResponse(ctx.mcpReq.inputResponses, key);
       if (response.kind === 'missing') throw new NeedsInput(key, request);
@@ -269,6 +396,15 @@ async function runInline<A>(work: Work<A>, args: A, ctx: ServerContext): Promise
       return inputRequired({ inputRequests: { [err.key]: err.request } }) as unknown as CallToolResult;
     }
     throw err;
+  }
+}
+
+function requireTasks(ctx: ServerContext): void {
+  if (!declaresTasks(ctx)) {
+    throw new MissingRequiredClientCapabilityError(
+      { requiredCapabilities: { extensions: { [TASKS_EXT]: {} } } },
+      'Missing required client capability',
+    );
   }
 }
 
@@ -299,14 +435,15 @@ function buildServer(store: TaskStore): McpServer {
     handle: (taskId: string, ctx: ServerContext) => Record<string, unknown>,
   ) =>
     mcp.server.setRequestHandler(method, { params: TaskIdParams }, async ({ taskId }, ctx: ServerContext) => {
-      if (!declaresTasks(ctx)) {
-        throw new MissingRequiredClientCapabilityError(
-          { requiredCapabilities: { extensions: { [TASKS_EXT]: {} } } },
-          'Missing required client capability',
-        );
-      }
+      requireTasks(ctx);
       return handle(taskId, ctx);
     });
+  // SEP-2694: `after` must be a non-negative integer (else -32602, which the SDK answers for the schema).
+  const StreamParams = z.object({ taskId: z.string(), after: z.number().int().min(0).optional() });
+  mcp.server.setRequestHandler('tasks/stream', { params: StreamParams }, async ({ taskId, after }, ctx) => {
+    requireTasks(ctx);
+    return store.stream(taskId, after, ctx);
+  });
   taskMethod('tasks/get', (taskId) => store.get(taskId));
   taskMethod('tasks/update', (taskId, ctx) => {
     const responses = ctx.mcpReq.inputResponses;
@@ -326,7 +463,15 @@ function buildServer(store: TaskStore): McpServer {
 // ---------------------------------------------------------------------------------------------
 // HTTP: node:http in front of the SDK's web-standard handler.
 
-async function serve(handler: McpHttpHandler, req: IncomingMessage, res: ServerResponse): Promise<void> {
+/** An open `tasks/stream` response, and how to end it without its result. */
+type OpenStream = { res: ServerResponse; end(): void };
+
+async function serve(
+  handler: McpHttpHandler,
+  streams: Set<OpenStream>,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   const aborted = new AbortController();
@@ -345,21 +490,35 @@ async function serve(handler: McpHttpHandler, req: IncomingMessage, res: ServerR
     }),
   );
   res.writeHead(response.status, Object.fromEntries(response.headers));
-  if (response.body !== null) {
-    for await (const chunk of response.body) res.write(chunk);
+  const open: OpenStream = { res, end: () => aborted.abort() };
+  if (req.headers['mcp-method'] === 'tasks/stream') streams.add(open);
+  const reader = response.body?.getReader();
+  // (Cut by `end`, or the connection dropped: what the handler still writes goes nowhere.)
+  aborted.signal.addEventListener('abort', () => void reader?.cancel().catch(() => {}), { once: true });
+  try {
+    for (;;) {
+      const chunk = await reader?.read();
+      if (chunk === undefined || chunk.done || aborted.signal.aborted) break;
+      res.write(chunk.value);
+    }
+  } finally {
+    streams.delete(open);
   }
-  res.end();
+  if (!res.destroyed) res.end();
 }
 
 /**
  * Starts the independent server on 127.0.0.1 with an ephemeral port. Its tasks live in memory until
  * `close()`; `ttlMs` is advertised as 60 s but nothing expires earlier.
  */
-export async function startIndependentTasksServer(): Promise<IndependentTasksServer> {
-  const store = new TaskStore();
+export async function startIndependentTasksServer(
+  opts: IndependentServerOptions = {},
+): Promise<IndependentTasksServer> {
+  const store = new TaskStore(opts);
+  const streams = new Set<OpenStream>();
   const handler = createMcpHandler(() => buildServer(store), { legacy: 'reject' });
   const http = createServer((req, res) => {
-    serve(handler, req, res).catch(() => {
+    serve(handler, streams, req, res).catch(() => {
       if (!res.headersSent) res.writeHead(500);
       res.end();
     });
@@ -373,6 +532,19 @@ export async function startIndependentTasksServer(): Promise<IndependentTasksSer
       await handler.close();
       http.closeAllConnections();
       await new Promise<void>((resolve, reject) => http.close((err) => (err ? reject(err) : resolve())));
+    },
+    cutStreams(how) {
+      if (how === 'close') {
+        const closers = [...store.closers];
+        for (const close of closers) close();
+        return closers.length;
+      }
+      const open = [...streams];
+      for (const stream of open) {
+        if (how === 'drop') stream.res.socket?.destroy();
+        else stream.end();
+      }
+      return open.length;
     },
   };
 }
