@@ -9,6 +9,7 @@ import { artifactRoutes, type ArtifactRoutesOptions } from './artifacts.ts';
 import { dashboardRoutes, type DashboardOptions } from './dashboard/routes.ts';
 import { operationalRoutes, type OperationalOptions } from './health.ts';
 import { signalRoutes, type SignalRoutesOptions } from './signals.ts';
+import { taskEventRoutes, type TaskEventRoutesOptions } from './task-events.ts';
 import { hostCheck, originCheck } from './origin.ts';
 import type { RevisionBinding, RevisionTransport } from '../protocol/revision.ts';
 import { databaseUnavailableError, type IsDatabaseUnavailable } from '../core/unavailable.ts';
@@ -48,6 +49,11 @@ export interface AppOptions {
   /** Downloads of tasks' artifacts at `{path}/artifacts/{taskId}/{name}` (off when undefined). */
   artifacts?: Pick<ArtifactRoutesOptions, 'artifacts' | 'metrics'> | undefined;
   /**
+   * A task's events as text/event-stream at `{path}/tasks/{taskId}/events`, and the dashboard's live event
+   * log (off when undefined). Keep-alives every `keepAliveMs`; `metrics` from `operational`.
+   */
+  taskEvents?: Pick<TaskEventRoutesOptions, 'reader' | 'tasks' | 'shutdown'> | undefined;
+  /**
    * Recognises an error of an unreachable database: such a request is answered 503 with Retry-After and
    * logged as a warning, not as an unhandled error (default: none is recognised).
    */
@@ -86,7 +92,7 @@ export function mcpBodyLimit(maxBodyBytes: number): MiddlewareHandler {
 
 /**
  * The Hono app: the probes, the signal deliveries, the dashboard, the OAuth Protected Resource Metadata,
- * the MCP endpoint (each revision's transport) and its artifact downloads.
+ * the MCP endpoint (each revision's transport), its artifact downloads and its task event streams.
  */
 export function createApp(opts: AppOptions): Hono<AuthEnv> {
   const { log, maxJsonDepth = 64, path = MCP_PATH, maxBodyBytes = 1_000_000 } = opts;
@@ -108,15 +114,25 @@ export function createApp(opts: AppOptions): Hono<AuthEnv> {
     app.route(SIGNALS_PATH, signalRoutes({ ...opts.signals, maxJsonDepth, log, isDatabaseUnavailable }));
   }
   app.use(path, originCheck({ allowedOrigins: opts.allowedOrigins ?? [] }));
+  const events = opts.taskEvents && {
+    ...opts.taskEvents,
+    keepAliveMs: opts.keepAliveMs ?? 15_000,
+    log,
+    metrics: opts.operational?.metrics,
+  };
   if (opts.dashboard !== undefined) {
     app.get('/dashboard/', (c) => c.redirect('/dashboard', 301));
-    app.route('/dashboard', dashboardRoutes(opts.dashboard));
+    app.route('/dashboard', dashboardRoutes({ ...opts.dashboard, events }));
   }
   if (opts.resourceMetadata !== undefined) serveResourceMetadata(app, path, opts.resourceMetadata);
   routeEndpoint(app, revisions, { path, maxBodyBytes, auth: opts.auth });
   if (opts.artifacts !== undefined) {
     app.use(`${path}/artifacts/*`, authMiddleware(opts.auth));
     app.route(`${path}/artifacts`, artifactRoutes({ ...opts.artifacts, principalOf, log }));
+  }
+  if (events !== undefined) {
+    app.use(`${path}/tasks/*`, authMiddleware(opts.auth));
+    app.route(`${path}/tasks`, taskEventRoutes({ ...events, principalOf }));
   }
   app.onError((err, c) => {
     if (isDatabaseUnavailable(err)) {

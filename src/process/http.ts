@@ -93,7 +93,8 @@ export async function serveMcp(parts: McpEndpointParts, cleanups: CleanupStack):
     dispatcher: createDispatcher(deps),
     servingListeners: [`${LISTENER_NAME}:all`, `${LISTENER_NAME}:server`],
   });
-  const buildApp = (port: number) => createApp(appOptions(parts, { port, revisions, artifacts }));
+  const events = { reader: taskEvents, tasks: parts.tasks, shutdown: shutdown.signal };
+  const buildApp = (port: number) => createApp(appOptions(parts, { port, revisions, artifacts, events }));
   const app = buildApp(config.PORT);
   if (!parts.listen) return { app, server: undefined, url: undefined };
   return bind(parts, app, buildApp, shutdown, cleanups);
@@ -153,7 +154,13 @@ function appOptions(
     port,
     revisions,
     artifacts,
-  }: { port: number; revisions: AppOptions['revisions']; artifacts: ArtifactReader },
+    events,
+  }: {
+    port: number;
+    revisions: AppOptions['revisions'];
+    artifacts: ArtifactReader;
+    events: AppOptions['taskEvents'];
+  },
 ): AppOptions {
   const { config, log } = parts;
   const security = securityFromConfig(config, port);
@@ -177,6 +184,7 @@ function appOptions(
     },
     operational: parts.operational,
     artifacts: { artifacts, metrics: parts.operational.metrics },
+    taskEvents: events,
     isDatabaseUnavailable: isUnreachable,
     dashboard:
       config.DASHBOARD_TOKEN === undefined

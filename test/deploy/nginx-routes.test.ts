@@ -4,7 +4,7 @@
  * dashboard, artifacts, signals, the session era). The list of routes is read from the app, so a route
  * added later fails here until it is listed as published or not, and a published one that nginx does not
  * pass (its own 404 page) fails too. A signal delivered to the URL a task hands out wakes the task
- * through nginx.
+ * through nginx; a task's event streams pass unbuffered.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,6 +22,9 @@ import { freePort } from '../helpers/ports.ts';
 import { startTestProcess } from '../helpers/server-process.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { startNginx, type Nginx } from '../helpers/system/nginx.ts';
+import { emitAwaitSignal, FIRST_EVENT, SECOND_EVENT, signalUrlOf } from '../helpers/signal-event-tool.ts';
+import { readSse } from '../helpers/sse.ts';
+import { SHIPPED_TOOLS, SHIPPED_TOOLS_MODULE } from '../../src/tools/shipped/index.ts';
 import type { ServerProcess } from '../../src/process/start.ts';
 
 /**
@@ -43,6 +46,7 @@ const PUBLISHED: Record<Route, boolean> = {
   'PATCH /mcp': true,
   'GET /mcp/artifacts/:taskId/:name': true,
   'HEAD /mcp/artifacts/:taskId/:name': true,
+  'GET /mcp/tasks/:taskId/events': true,
   'GET /dashboard': true,
   'GET /dashboard/': true,
   'GET /dashboard/style.css': true,
@@ -53,6 +57,7 @@ const PUBLISHED: Record<Route, boolean> = {
   'GET /dashboard/tasks/:id/cancel': true,
   'GET /dashboard/tasks/:id/resume': true,
   'GET /dashboard/tasks/:id/fork': true,
+  'GET /dashboard/tasks/:id/events': true,
   'POST /dashboard/tasks/:id/cancel': true,
   'POST /dashboard/tasks/:id/resume': true,
   'POST /dashboard/tasks/:id/fork': true,
@@ -79,6 +84,9 @@ beforeAll(async () => {
   rt = await startTestProcess({
     databaseUrl: tdb.url,
     env: { ...issuer.env, PUBLIC_URL: lb, DASHBOARD_TOKEN },
+    // (As the CLI serves the shipped tools, their synchronous calls on threads.)
+    tools: [...SHIPPED_TOOLS, emitAwaitSignal],
+    toolsModule: SHIPPED_TOOLS_MODULE,
   });
   nginx = await startNginx([Number(new URL(rt.url).port)], nginxPort);
 }, 60_000);
@@ -175,5 +183,39 @@ describe('the shipped nginx locations in front of a server', () => {
     expect(done.result.content[0].text).toBe('exported 1000 rows in 1 batches');
     const again = await fetch(url, { method: 'POST', body: '{"approve":true}' });
     expect(again.status).toBe(409);
+  });
+
+  it("passes a task's event streams (the endpoint's, the dashboard's) unbuffered: each event while the task runs", async () => {
+    const created = await rpc('tools/call', { name: 'emit_await_signal', arguments: { note: 'nginx' } });
+    const taskId = created.body.result?.taskId as string;
+    const open = async (path: string, token: string) => {
+      const res = await fetch(`${lb}${path}`, { headers: { authorization: `Bearer ${token}` } });
+      expect(res.status).toBe(200);
+      expect(fromReplica(res)).toBe(true);
+      expect(res.headers.get('content-type')).toBe('text/event-stream');
+      return readSse(res);
+    };
+    const streams = [
+      await open(`/mcp/tasks/${taskId}/events`, mcpToken),
+      await open(`/dashboard/tasks/${taskId}/events`, DASHBOARD_TOKEN),
+    ];
+    // The first event comes through while the task waits for its signal: nginx held nothing back.
+    for (const stream of streams)
+      expect(await stream.next(10_000)).toMatchObject({ seq: 1, type: FIRST_EVENT });
+    const task = async () => (await rpc('tasks/get', { taskId })).body.result as Record<string, any>;
+    const url = await waitFor(async () => signalUrlOf((await task()).statusMessage), {
+      timeoutMs: 15_000,
+      what: 'the task waiting for its signal',
+    });
+    expect((await task()).status).toBe('working');
+    expect((await fetch(url, { method: 'POST', body: '{}' })).status).toBe(202);
+    for (const stream of streams) {
+      await stream.ended;
+      expect(stream.messages.map((m) => m.type)).toEqual([
+        FIRST_EVENT,
+        SECOND_EVENT,
+        'dev.durable-mcp-tasks/status',
+      ]);
+    }
   });
 });

@@ -27,7 +27,7 @@ export function servedRoutes(app: Hono<any>): Route[] {
 export interface RouteContext {
   /** Where the requests go: `http://host:port` of a server, or of a proxy in front of it. */
   origin: string;
-  /** An access token for /mcp and the artifact downloads. */
+  /** An access token for /mcp, the artifact downloads and the task event streams. */
   mcpToken: string;
   /** DASHBOARD_TOKEN, sent as a bearer token (the dashboard's cookie-less sign-in). */
   dashboardToken: string;
@@ -114,6 +114,10 @@ const REQUESTS: Record<Route, (ctx: RouteContext) => RouteRequest> = {
   'PATCH /mcp': (ctx) => ({ path: '/mcp', init: { method: 'PATCH', headers: mcpAuth(ctx) } }),
   'GET /mcp/artifacts/:taskId/:name': artifact('GET'),
   'HEAD /mcp/artifacts/:taskId/:name': artifact('HEAD'),
+  'GET /mcp/tasks/:taskId/events': (ctx) => ({
+    path: `/mcp/tasks/${ctx.taskId}/events`,
+    init: { headers: mcpAuth(ctx) },
+  }),
   'GET /dashboard': (ctx) => ({ path: '/dashboard', init: { headers: dashboard(ctx) } }),
   'GET /dashboard/': () => ({ path: '/dashboard/' }),
   'GET /dashboard/style.css': () => ({ path: '/dashboard/style.css' }),
@@ -127,6 +131,7 @@ const REQUESTS: Record<Route, (ctx: RouteContext) => RouteRequest> = {
   'GET /dashboard/tasks/:id/cancel': dashboardTask('/cancel'),
   'GET /dashboard/tasks/:id/resume': dashboardTask('/resume'),
   'GET /dashboard/tasks/:id/fork': dashboardTask('/fork'),
+  'GET /dashboard/tasks/:id/events': dashboardTask('/events'),
   'POST /dashboard/tasks/:id/cancel': dashboardTaskForm('cancel'),
   'POST /dashboard/tasks/:id/resume': dashboardTaskForm('resume'),
   'POST /dashboard/tasks/:id/fork': dashboardTaskForm('fork'),

@@ -8,13 +8,28 @@ export interface Viewer {
   actor: string;
 }
 
-export function layout(title: string, body: Html, viewer: Viewer, refreshSeconds?: number): Html {
+/**
+ * A page refreshes itself every `refreshSeconds`; one with a `script` (which then keeps it current) only
+ * when scripts do not run.
+ */
+export interface PageOptions {
+  refreshSeconds?: number | undefined;
+  script?: Html | undefined;
+}
+
+function refreshOf({ refreshSeconds, script }: PageOptions): Html | '' {
+  if (refreshSeconds === undefined) return '';
+  const refresh = html`<meta http-equiv="refresh" content="${refreshSeconds}" />`;
+  return script === undefined ? refresh : html`<noscript>${refresh}</noscript>`;
+}
+
+export function layout(title: string, body: Html, viewer: Viewer, page: PageOptions = {}): Html {
   return html`<!doctype html>
     <html lang="en">
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
-        ${refreshSeconds === undefined ? '' : html`<meta http-equiv="refresh" content="${refreshSeconds}" />`}
+        ${refreshOf(page)}
         <title>${title} · durable-mcp-tasks</title>
         <link rel="stylesheet" href="${BASE}/style.css" />
       </head>
@@ -28,6 +43,7 @@ export function layout(title: string, body: Html, viewer: Viewer, refreshSeconds
           </form>
         </header>
         <main>${body}</main>
+        ${page.script ?? ''}
       </body>
     </html>`;
 }

@@ -1,5 +1,5 @@
-// The operator's task dashboard at /dashboard: server-rendered HTML with no script and no CDN, off unless
-// DASHBOARD_TOKEN is set (sign-in.ts says who may use it). Reads go through the store's admin functions;
+// The operator's task dashboard at /dashboard: server-rendered HTML with no CDN and no script but a running
+// task's live event log (event-log.ts), off unless DASHBOARD_TOKEN is set (sign-in.ts says who may use it). Reads go through the store's admin functions;
 // an operator's actions (task-actions.ts) through the store paths the CLI takes.
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -8,10 +8,13 @@ import { adminActivity } from '../../tasks/store/admin-activity.ts';
 import { adminListTasks } from '../../tasks/store/admin-list.ts';
 import { adminGetTask } from '../../tasks/store/admin-task.ts';
 import { readStoreStats } from '../../tasks/store/stats.ts';
+import type { TaskEventStreamOptions } from '../task-event-stream.ts';
 import { RANGES, rangeOf } from './charts.ts';
+import { addEventStream, latestEvents, LIVE_SCRIPT_SOURCES } from './event-log.ts';
 import { layout, loginPage } from './layout.ts';
 import { filterOf, listPage } from './list-page.ts';
 import {
+  contentSecurityPolicy,
   formChecked,
   sameOriginForms,
   securityHeaders,
@@ -22,7 +25,7 @@ import {
 } from './sign-in.ts';
 import { STYLE } from './style.ts';
 import { addTaskActions, type TaskActionOptions, viewerOf } from './task-actions.ts';
-import { taskPage } from './task-page.ts';
+import { refreshesItself, taskPage } from './task-page.ts';
 
 export interface DashboardOptions extends TaskActionOptions {
   /** The admin credential (DASHBOARD_TOKEN). */
@@ -30,6 +33,8 @@ export interface DashboardOptions extends TaskActionOptions {
   /** The registered tools, for the filter. */
   tools: readonly string[];
   bossSchema?: string | undefined;
+  /** A task's events as they are written, for its page's live event log (a static log without). */
+  events?: TaskEventStreamOptions | undefined;
 }
 
 export function dashboardRoutes(opts: DashboardOptions): Hono<Env> {
@@ -66,8 +71,13 @@ export function dashboardRoutes(opts: DashboardOptions): Hono<Env> {
         layout('Not found', html`<p>No task ${c.req.param('id').slice(0, 64)}.</p>`, viewerOf(c)),
         404,
       );
-    return c.html(taskPage(history, viewerOf(c)));
+    const events = await latestEvents(opts.db, history.task);
+    const followable = opts.events !== undefined;
+    if (followable && refreshesItself(history.task))
+      c.header('Content-Security-Policy', contentSecurityPolicy(LIVE_SCRIPT_SOURCES));
+    return c.html(taskPage(history, viewerOf(c), { events, followable }));
   });
+  if (opts.events !== undefined) addEventStream(app, auth, { db: opts.db, events: opts.events });
   addTaskActions(app, auth, opts);
   return app;
 }

@@ -38,9 +38,11 @@ polyline.backlog { fill:none; stroke:var(--input_required); stroke-width:2; }
 input, select, button { font:inherit; padding:.25rem .4rem; }
 button { border:1px solid var(--line); background:#fff; border-radius:4px; cursor:pointer; }
 button.danger { background:var(--failed); color:#fff; border-color:var(--failed); } button[disabled] { opacity:.6; cursor:default; }
-table.tasks, table.artifacts, table.attempts { width:100%; border-collapse:collapse; background:var(--card); border:1px solid var(--line); }
-table.tasks th, table.tasks td, table.artifacts th, table.artifacts td, table.attempts th, table.attempts td { text-align:left; padding:.35rem .6rem;
-  border-bottom:1px solid var(--line); white-space:nowrap; }
+table.tasks, table.artifacts, table.attempts, table.events { width:100%; border-collapse:collapse; background:var(--card); border:1px solid var(--line); }
+table.tasks th, table.tasks td, table.artifacts th, table.artifacts td, table.attempts th, table.attempts td, table.events th, table.events td {
+  text-align:left; padding:.35rem .6rem; border-bottom:1px solid var(--line); white-space:nowrap; }
+table.events td { vertical-align:top; } table.events td.payload { white-space:normal; overflow-wrap:anywhere; width:100%; }
+table.events td.payload code { white-space:pre-wrap; }
 table.artifacts td.name { white-space:normal; overflow-wrap:anywhere; }
 table.tasks td.msg { white-space:normal; color:var(--muted); max-width:320px; }
 .badge { color:#fff; border-radius:10px; padding:.05rem .5rem; font-size:12px; white-space:nowrap; vertical-align:middle; }

@@ -1,8 +1,10 @@
 // One task's page: what it is and why it is where it is. First what it waits for (a question, an operator's
 // resume), then its facts and the actions an operator may take (each through a confirmation page), its
-// arguments, its attempts and how each ended, its timeline, its artifacts and its outcome.
+// arguments, its attempts and how each ended, its timeline, its artifacts, its outcome and its event log.
 import { html } from 'hono/html';
+import type { WireTaskEvent } from '../../core/task-events.ts';
 import type { TaskHistory } from '../../tasks/store/admin-task.ts';
+import { eventLogSection, liveScript } from './event-log.ts';
 import { ago, iso, PAGE_TEXT_CHARS, truncate, type Html } from './format.ts';
 import { layout, type Viewer } from './layout.ts';
 import { argumentsSection, artifactsTable, attemptsTable, waitingSection } from './task-sections.ts';
@@ -71,12 +73,35 @@ function outcomeSection(task: Task): Html {
     <pre class="outcome">${truncate(JSON.stringify(outcome, null, 2), 20_000)}</pre>`;
 }
 
-export function taskPage(history: TaskHistory, viewer: Viewer): Html {
+/** Whether the page keeps itself current: while the task runs (a paused task changes only when someone acts). */
+export const refreshesItself = (task: Task): boolean => isActive(task) && task.pausedAt === null;
+
+/**
+ * The task's page, with its latest `events`. While it refreshes itself and the dashboard can stream them
+ * (`followable`), it is live: its script appends each new event, and reads the rest of the page (`#task`)
+ * again in place of the refresh (which then stays for a browser that runs no script).
+ */
+export function taskPage(
+  history: TaskHistory,
+  viewer: Viewer,
+  { events, followable }: { events: readonly WireTaskEvent[]; followable: boolean },
+): Html {
   const { task } = history;
-  const active = isActive(task);
-  // A paused task changes only when someone acts: no refresh (it would also reset an open <details>).
-  const refresh = active && task.pausedAt === null;
-  const body = html`<h1>Task <code>${task.taskId}</code> ${statusBadges(task)}</h1>
+  // (A refresh also resets an open <details>.)
+  const refresh = refreshesItself(task);
+  const live = followable && refresh;
+  const body = html`<div id="task" ${live ? 'data-live' : ''}>${taskSections(history, refresh)}</div>
+    ${eventLogSection(task.taskId, events, live)}`;
+  return layout(`Task ${task.taskId}`, body, viewer, {
+    refreshSeconds: refresh ? 2 : undefined,
+    script: live ? liveScript() : undefined,
+  });
+}
+
+/** Everything but the event log (what a live page reads again). */
+function taskSections(history: TaskHistory, refresh: boolean): Html {
+  const { task } = history;
+  return html`<h1>Task <code>${task.taskId}</code> ${statusBadges(task)}</h1>
     ${waitingSection(history.inputRequests)} ${pausedSection(task)} ${facts(task)} ${actionLinks(task)}
     ${argumentsSection(history.arguments)} ${attemptsTable(history.attempts, task)}
     <h2>Timeline</h2>
@@ -87,5 +112,4 @@ export function taskPage(history: TaskHistory, viewer: Viewer): Html {
     <p class="muted">
       Input answers are never shown.${refresh ? ' This page refreshes every 2 s while the task runs.' : ''}
     </p>`;
-  return layout(`Task ${task.taskId}`, body, viewer, refresh ? 2 : undefined);
 }
