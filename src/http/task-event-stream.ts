@@ -87,6 +87,8 @@ export async function taskEventStream(
   // Without a cursor: from the earliest event still kept.
   const from = after ?? Math.max(0, (range?.earliest ?? 1) - 1);
   if (isTerminal(task.status) && from >= latest) return c.body(null, 204);
+  // (A HEAD has no body to follow the task in: Hono answers it with a GET's headers.)
+  if (c.req.method === 'HEAD') return c.body(null, 200, SSE_HEADERS);
   return c.body(follow(task, from, opts), 200, SSE_HEADERS);
 }
 
@@ -95,6 +97,8 @@ function follow(task: StreamedTask, after: number, opts: TaskEventStreamOptions)
   const body = new SseBody();
   const signal =
     opts.shutdown === undefined ? body.gone.signal : AbortSignal.any([body.gone.signal, opts.shutdown]);
+  // A shutdown while the client is slow to read: the write that waits for it gives up.
+  signal.addEventListener('abort', () => body.release(), { once: true });
   body.enqueue(`retry: ${EVENT_STREAM_RETRY_MS}\n\n`);
   const keepAlive = setInterval(() => body.enqueue(':\n\n'), opts.keepAliveMs);
   const send = async (event: WireTaskEvent) => {
@@ -126,6 +130,7 @@ class SseBody {
   readonly #encoder = new TextEncoder();
   #controller: ReadableStreamDefaultController<Uint8Array> | undefined;
   #waiting: (() => void)[] = [];
+  #released = false;
 
   constructor() {
     this.stream = new ReadableStream<Uint8Array>(
@@ -141,10 +146,10 @@ class SseBody {
     );
   }
 
-  /** Queues `text`; resolves once the client has room for more. */
+  /** Queues `text`; resolves once the client has room for more (or the body was released). */
   async write(text: string): Promise<void> {
     this.enqueue(text);
-    while ((this.#controller?.desiredSize ?? 1) <= 0 && !this.gone.signal.aborted) {
+    while ((this.#controller?.desiredSize ?? 1) <= 0 && !this.gone.signal.aborted && !this.#released) {
       await new Promise<void>((resolve) => this.#waiting.push(resolve));
     }
   }
@@ -158,6 +163,12 @@ class SseBody {
       this.gone.abort(new Error('stream closed'));
       this.#drained();
     }
+  }
+
+  /** Stops waiting for the client: writes return at once from now on. */
+  release(): void {
+    this.#released = true;
+    this.#drained();
   }
 
   #drained(): void {

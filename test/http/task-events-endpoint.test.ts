@@ -132,10 +132,19 @@ describe('GET /mcp/tasks/{taskId}/events', () => {
       const res = await getEvents(id);
       expect({ status: res.status, body: await res.text() }, id).toEqual(expected);
     }
-    // Bob reads his own (it has not run: nothing yet, so the stream stays open).
+    // Bob reads his own (it has not run: nothing yet, so the stream stays open); a HEAD gets its headers alone.
     const own = await getEvents(bobs, { who: 'bob' });
     expect(own.status).toBe(200);
     await own.body!.cancel();
+    const head = await fetch(new URL(`/mcp/tasks/${bobs}/events`, server.rt.url), {
+      method: 'HEAD',
+      ...as('bob'),
+    });
+    expect([head.status, head.headers.get('content-type'), await head.text()]).toEqual([
+      200,
+      'text/event-stream',
+      '',
+    ]);
     // No token, or a wrong one: the endpoint's 401.
     const anonymous = await fetch(new URL(`/mcp/tasks/${bobs}/events`, server.rt.url));
     expect(anonymous.status).toBe(401);

@@ -113,7 +113,7 @@ const LIVE_SCRIPT = `(() => {
   }
   async function refresh() {
     try {
-      const res = await fetch(location.href);
+      const res = await fetch(location.pathname + '?events=none');
       const next = new DOMParser().parseFromString(await res.text(), 'text/html').getElementById('task');
       if (next === null) return location.reload();
       document.getElementById('task').replaceWith(next);

@@ -71,7 +71,8 @@ export function dashboardRoutes(opts: DashboardOptions): Hono<Env> {
         layout('Not found', html`<p>No task ${c.req.param('id').slice(0, 64)}.</p>`, viewerOf(c)),
         404,
       );
-    const events = await latestEvents(opts.db, history.task);
+    // (The live page's script reads the rest of the page again without its events: `?events=none`.)
+    const events = c.req.query('events') === 'none' ? undefined : await latestEvents(opts.db, history.task);
     const followable = opts.events !== undefined;
     if (followable && refreshesItself(history.task))
       c.header('Content-Security-Policy', contentSecurityPolicy(LIVE_SCRIPT_SOURCES));

@@ -77,21 +77,21 @@ function outcomeSection(task: Task): Html {
 export const refreshesItself = (task: Task): boolean => isActive(task) && task.pausedAt === null;
 
 /**
- * The task's page, with its latest `events`. While it refreshes itself and the dashboard can stream them
- * (`followable`), it is live: its script appends each new event, and reads the rest of the page (`#task`)
- * again in place of the refresh (which then stays for a browser that runs no script).
+ * The task's page, with its latest `events` (none: no event log). While it refreshes itself and the
+ * dashboard can stream them (`followable`), it is live: its script appends each new event, and reads the
+ * rest of the page (`#task`) again in place of the refresh (which then stays for a browser that runs no script).
  */
 export function taskPage(
   history: TaskHistory,
   viewer: Viewer,
-  { events, followable }: { events: readonly WireTaskEvent[]; followable: boolean },
+  { events, followable }: { events: readonly WireTaskEvent[] | undefined; followable: boolean },
 ): Html {
   const { task } = history;
   // (A refresh also resets an open <details>.)
   const refresh = refreshesItself(task);
   const live = followable && refresh;
   const body = html`<div id="task" ${live ? 'data-live' : ''}>${taskSections(history, refresh)}</div>
-    ${eventLogSection(task.taskId, events, live)}`;
+    ${events === undefined ? '' : eventLogSection(task.taskId, events, live)}`;
   return layout(`Task ${task.taskId}`, body, viewer, {
     refreshSeconds: refresh ? 2 : undefined,
     script: live ? liveScript() : undefined,
