@@ -150,6 +150,9 @@ const ConfigSchema = z.object({
   MAX_SUBSCRIPTIONS_PER_PRINCIPAL: intFromEnv(32, 1).describe(
     'Open subscriptions/listen streams per principal on one instance (429 above).',
   ),
+  MAX_EVENT_STREAMS_PER_PRINCIPAL: intFromEnv(1_000, 1).describe(
+    'Open task event streams (tasks/stream, GET /mcp/tasks/{taskId}/events) per principal on one instance; the next one gets -31429 (HTTP 429).',
+  ),
   MAX_GET_STREAMS_PER_PRINCIPAL: intFromEnv(1_000, 1).describe(
     "Open 2025-11-25 GET streams (a session's own stream or a resumed one) per principal on one instance; the next GET gets -31429 (HTTP 429).",
   ),

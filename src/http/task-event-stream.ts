@@ -5,7 +5,7 @@
 // after the task's final status event. A reader resumes with Last-Event-ID (what an EventSource sends
 // when it reconnects) or `?after=N`.
 import type { Context } from 'hono';
-import { ProtocolErrorCode } from '../core/errors.ts';
+import { ProtocolErrorCode, QuotaExceededError, RATE_LIMITED_CODE } from '../core/errors.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { SSE_HEADERS } from '../core/sse.ts';
 import { EventsGoneError, taskEventParams, type WireTaskEvent } from '../core/task-events.ts';
@@ -25,7 +25,7 @@ const MAX_SEQ = 2_147_483_647;
 const QUEUED_EVENTS = 64;
 
 export interface TaskEventStreamOptions {
-  reader: Pick<TaskEventReader, 'checkCursor' | 'follow'>;
+  reader: Pick<TaskEventReader, 'checkCursor' | 'follow' | 'admit'>;
   /** A keep-alive comment this often (SSE_KEEPALIVE_MS), so that proxies keep an idle stream open. */
   keepAliveMs: number;
   /** Ends every stream when the process stops: the client resumes with its cursor, on any instance. */
@@ -89,11 +89,23 @@ export async function taskEventStream(
   if (isTerminal(task.status) && from >= latest) return c.body(null, 204);
   // (A HEAD has no body to follow the task in: Hono answers it with a GET's headers.)
   if (c.req.method === 'HEAD') return c.body(null, 200, SSE_HEADERS);
-  return c.body(follow(task, from, opts), 200, SSE_HEADERS);
+  let release: () => void;
+  try {
+    release = opts.reader.admit(task.principal);
+  } catch (err) {
+    if (!(err instanceof QuotaExceededError)) throw err;
+    return c.json(errorBody(RATE_LIMITED_CODE, err.message, { limit: err.limit }), 429);
+  }
+  return c.body(follow(task, from, opts, release), 200, SSE_HEADERS);
 }
 
 /** The response body: the follower's events as they come, until the final status or the client leaves. */
-function follow(task: StreamedTask, after: number, opts: TaskEventStreamOptions): ReadableStream<Uint8Array> {
+function follow(
+  task: StreamedTask,
+  after: number,
+  opts: TaskEventStreamOptions,
+  release: () => void,
+): ReadableStream<Uint8Array> {
   const body = new SseBody();
   const signal =
     opts.shutdown === undefined ? body.gone.signal : AbortSignal.any([body.gone.signal, opts.shutdown]);
@@ -116,6 +128,7 @@ function follow(task: StreamedTask, after: number, opts: TaskEventStreamOptions)
       });
     })
     .finally(() => {
+      release();
       clearInterval(keepAlive);
       body.close();
     });

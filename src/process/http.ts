@@ -80,7 +80,10 @@ export async function serveMcp(parts: McpEndpointParts, cleanups: CleanupStack):
     pollMs: config.SUBSCRIPTION_POLL_MS,
   });
   cleanups.push(async () => eventFeed.stop());
-  const taskEvents = new TaskEventReader({ db: conn.db, eventFeed, taskChanges });
+  const taskEvents = new TaskEventReader(
+    { db: conn.db, eventFeed, taskChanges },
+    { maxStreamsPerPrincipal: config.MAX_EVENT_STREAMS_PER_PRINCIPAL },
+  );
   const artifacts = new ArtifactReader(conn.db, conn.pool);
   const deps = methodDeps(parts, { taskChanges, taskEvents, artifacts, shutdown: shutdown.signal });
   // Refuse unsafe settings (e.g. no authentication on a public address) before binding anything.

@@ -3,6 +3,7 @@
 // the task's final status as the last event. Protocol-neutral: the caller turns events into frames.
 import type { Kysely } from 'kysely';
 import { EventsGoneError, SERVER_EVENTS, type WireTaskEvent } from '../core/task-events.ts';
+import { PerPrincipalCap } from '../core/per-principal-cap.ts';
 import type { Database } from '../db/database.ts';
 import type { TaskChanges } from './changes.ts';
 import type { FollowedRow, TaskEventFeed } from './event-feed.ts';
@@ -85,9 +86,24 @@ export async function followTaskEvents(
  */
 export class TaskEventReader {
   readonly #deps: EventFollowDeps;
+  readonly #open: PerPrincipalCap;
 
-  constructor(deps: EventFollowDeps) {
+  /** `maxStreamsPerPrincipal`: MAX_EVENT_STREAMS_PER_PRINCIPAL, the streams one principal holds open here. */
+  constructor(deps: EventFollowDeps, { maxStreamsPerPrincipal = 1_000 } = {}) {
     this.#deps = deps;
+    this.#open = new PerPrincipalCap(
+      'MAX_EVENT_STREAMS_PER_PRINCIPAL',
+      maxStreamsPerPrincipal,
+      'open task event streams',
+    );
+  }
+
+  /**
+   * Takes one of `principal`'s event streams on this instance before a stream starts (QuotaExceededError
+   * when all are open: 429); the release gives it back when the stream ends.
+   */
+  admit(principal: string): () => void {
+    return this.#open.take(principal);
   }
 
   /** See checkEventCursor. */

@@ -9,6 +9,7 @@ import { createTestDatabase, insertTestTask, type TestDatabase } from '../helper
 import { emitBadly, emitChangesType, emitThenCrash } from '../helpers/event-tools.ts';
 import { RawMcp, streamTaskEvents } from '../helpers/mcp.ts';
 import { startTestProcess } from '../helpers/server-process.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 let tdb: TestDatabase;
 let rt: ServerProcess & { url: string };
@@ -19,7 +20,12 @@ beforeAll(async () => {
   rt = await startTestProcess({
     databaseUrl: tdb.url,
     tools: [...SHIPPED_TOOLS, emitThenCrash, emitBadly, emitChangesType],
-    env: { SUBSCRIPTION_POLL_MS: '500', MAX_EVENT_BYTES: '1000', MAX_EVENTS_PER_TASK: '50' },
+    env: {
+      SUBSCRIPTION_POLL_MS: '500',
+      MAX_EVENT_BYTES: '1000',
+      MAX_EVENTS_PER_TASK: '50',
+      MAX_EVENT_STREAMS_PER_PRINCIPAL: '2',
+    },
   });
   mcp = new RawMcp(rt.url);
 });
@@ -44,6 +50,14 @@ async function readToEnd(taskId: string, after?: number) {
 /** Seqs from `from`, one after another: no gap and no repeat. */
 function expectContiguous(events: readonly Event[], from: number) {
   expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => from + i));
+}
+
+/** Opens the plain events endpoint and closes it at once: its status. */
+async function streamAndClose(taskId: string): Promise<number> {
+  const abort = new AbortController();
+  const res = await fetch(`${rt.url}/tasks/${taskId}/events`, { signal: abort.signal });
+  abort.abort();
+  return res.status;
 }
 
 async function waitTerminal(taskId: string) {
@@ -112,6 +126,26 @@ describe('tasks/stream', () => {
     expect(task.error.message).toMatch(
       /emitted "com.example.test\/new" where this task recorded "com.example.test\/old"/,
     );
+  });
+
+  it('holds at most MAX_EVENT_STREAMS_PER_PRINCIPAL streams of a principal open on an instance (429 beyond)', async () => {
+    const { taskId } = await mcp.callTool('scan_rows', { rows: 60, batchSize: 1, batchMs: 500 });
+    const open = [await streamTaskEvents(rt.url, taskId), await streamTaskEvents(rt.url, taskId, 0)];
+    await Promise.all(open.map((s) => s.next(10_000)));
+    const refused = await mcp.error('tasks/stream', { taskId });
+    expect(refused).toMatchObject({
+      status: 429,
+      code: -31429,
+      data: { limit: 'MAX_EVENT_STREAMS_PER_PRINCIPAL' },
+    });
+    const viaHttp = await fetch(`${rt.url}/tasks/${taskId}/events`);
+    expect(viaHttp.status).toBe(429);
+    open[0]!.close();
+    await open[0]!.ended;
+    // The closed stream's place is free again.
+    await waitFor(async () => (await streamAndClose(taskId)) === 200);
+    open[1]!.close();
+    await mcp.result('tasks/cancel', { taskId });
   });
 
   it('refuses a bad cursor, and answers an unknown or another principal’s task as tasks/get does', async () => {

@@ -50,16 +50,19 @@ export function tasksStream(deps: ServerDeps): MethodHandler {
     // Without a cursor: from the earliest event still kept.
     const from = after ?? Math.max(0, (range?.earliest ?? 1) - 1);
     const signal = AbortSignal.any([ctx.signal, deps.shutdown]);
-    const end = await deps.taskEvents.follow({
-      taskId,
-      principal: ctx.principal,
-      after: from,
-      signal,
-      send: async (event) => {
-        await notify({ method: TASK_EVENT_NOTIFICATION, params: taskEventParams(taskId, event) });
-        deps.metrics?.taskEventsSent.inc();
-      },
-    });
+    const release = deps.taskEvents.admit(ctx.principal);
+    const end = await deps.taskEvents
+      .follow({
+        taskId,
+        principal: ctx.principal,
+        after: from,
+        signal,
+        send: async (event) => {
+          await notify({ method: TASK_EVENT_NOTIFICATION, params: taskEventParams(taskId, event) });
+          deps.metrics?.taskEventsSent.inc();
+        },
+      })
+      .finally(release);
     if (end === 'finished') return { resultType: 'complete' };
     if (ctx.signal.aborted) throw new Error('tasks/stream closed by the client');
     throw new EventStreamInterruptedError();
