@@ -1,7 +1,7 @@
-// `durable-mcp-tasks call <tool>`: runs a tool as a task with the client library: live progress, the
-// task's questions asked in the terminal, Ctrl-C as tasks/cancel. Every task it creates is recorded in a
-// local state folder first, its id printed at once: `--resume [ID]` follows it again after the terminal
-// (or the machine) went away, `--list` shows this client's tasks.
+// `durable-mcp-tasks call <tool>`: runs a tool as a task with the client library: live progress and
+// events (call-events.ts), the task's questions asked in the terminal, Ctrl-C as tasks/cancel. Every
+// task it creates is recorded in a local state folder first, its id printed at once: `--resume [ID]`
+// follows it again after the terminal (or the machine) went away, `--list` shows this client's tasks.
 import { Command, InvalidArgumentError, Option } from 'commander';
 import {
   defaultStateDir,
@@ -15,6 +15,7 @@ import {
   type WatchOptions,
 } from '../client/index.ts';
 import { PACKAGE_VERSION } from '../version.ts';
+import { printTaskEvents, type EventPrinter } from './call-events.ts';
 import { answerAll, createAsker, typesOf } from './terminal-input.ts';
 import { createOutput, describeStatus, resultText } from './terminal-output.ts';
 import { unknownArgumentsLine } from './unknown-arguments.ts';
@@ -146,7 +147,8 @@ const resumeHint = (taskId: string) => `durable-mcp-tasks call --resume ${taskId
 
 /**
  * Runs `follow` with the terminal: a status line, questions asked on stderr, the task's id printed as
- * soon as it exists. The first Ctrl-C cancels the task and waits for it to stop; the second leaves.
+ * soon as it exists, then its events on stdout as they come (not with `--json`: stdout is one JSON
+ * object then). The first Ctrl-C cancels the task and waits for it to stop; the second leaves.
  */
 async function inTerminal(
   client: TasksClient,
@@ -168,6 +170,7 @@ async function inTerminal(
   const onStatus: WatchOptions['onStatus'] = (task) =>
     output.status(describeStatus(tool, task, started, tty));
   let taskId: string | undefined;
+  let events: EventPrinter | undefined;
   let outcome: ToolOutcome;
   try {
     outcome = await follow({
@@ -183,11 +186,13 @@ async function inTerminal(
         process.stderr.write(
           `task ${record.taskId} (if this stops, follow it again: ${resumeHint(record.taskId)})\n`,
         );
+        if (opts.json !== true) events = printTaskEvents(client, record.taskId, output);
       },
     });
   } catch (err) {
     output.clear();
     if (!interrupt.signal.aborted || taskId === undefined) {
+      events?.stop();
       const failure = interrupt.signal.aborted
         ? new CallError('interrupted', EXIT.interrupted)
         : failureOf(err, client);
@@ -201,6 +206,8 @@ async function inTerminal(
     process.off('SIGINT', onSigint);
     asker.close();
   }
+  // The task's last events come before its result.
+  await events?.finish();
   output.clear();
   report(outcome, opts, interrupt.signal.aborted);
   await client.prune().catch(() => 0);
@@ -328,8 +335,8 @@ export function addCallCommand(program: Command): void {
     new Command('call')
       .argument('[tool]', 'the tool to run')
       .description(
-        'run a tool as a task: live progress, questions asked in the terminal, Ctrl-C cancels the task; ' +
-          'every task is recorded, so --resume finds it again',
+        'run a tool as a task: live progress and events (partial output on stdout), questions asked in the ' +
+          'terminal, Ctrl-C cancels the task; every task is recorded, so --resume finds it again',
       )
       .addOption(
         new Option(
@@ -346,12 +353,15 @@ export function addCallCommand(program: Command): void {
       )
       .addOption(new Option('--token <token>', 'a bearer token').env('MCP_TOKEN'))
       .addOption(
-        new Option('--json', 'print the outcome as one JSON object (status, taskId, result or error)'),
+        new Option(
+          '--json',
+          'print the outcome as one JSON object (status, taskId, result or error), and no events',
+        ),
       )
       .addOption(
         new Option(
           '--resume [id]',
-          "follow a task again (progress, questions, result); without an id, this client's newest unfinished one",
+          "follow a task again (progress, the events not printed yet, questions, result); without an id, this client's newest unfinished one",
         ),
       )
       .addOption(new Option('--list', "list this client's tasks on the server with their status now"))

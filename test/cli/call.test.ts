@@ -40,14 +40,13 @@ describe('call, without a terminal', () => {
     expect(run.stderr).toContain('completed: chunk 3/3');
   });
 
-  it('prints an artifact link as its name, type, size and download URL', async () => {
+  it('prints an artifact link as its name, type, size and download URL (its event first, live)', async () => {
     const run = await call(['export_csv', '--arg', 'megabytes=1', ...url()]);
     expect(run.code, run.stderr).toBe(0);
     const origin = new URL(server.rt.url).origin;
+    const link = `export.csv \\(text/csv; charset=utf-8, 1\\.0 MiB\\): ${origin}/mcp/artifacts/[\\w-]+/export.csv`;
     expect(run.stdout).toMatch(
-      new RegExp(
-        `^Exported \\d+ bytes to export.csv\nexport.csv \\(text/csv; charset=utf-8, 1\\.0 MiB\\): ${origin}/mcp/artifacts/[\\w-]+/export.csv\n$`,
-      ),
+      new RegExp(`^artifact ${link}\nExported \\d+ bytes to export.csv\n${link}\n$`),
     );
   });
 
