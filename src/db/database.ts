@@ -18,6 +18,7 @@ import type { TaskInputRequestsTable } from './task-input-requests.table.ts';
 import type { TaskAttemptsTable } from './task-attempts.table.ts';
 import type { TaskEventsTable } from './task-events.table.ts';
 import type { TaskSignalsTable } from './task-signals.table.ts';
+import type { TaskSteeringTable } from './task-steering.table.ts';
 import type { TaskStepFailuresTable } from './task-step-failures.table.ts';
 import type { TaskStepStartsTable } from './task-step-starts.table.ts';
 import type { TaskStepsTable } from './task-steps.table.ts';
@@ -35,6 +36,7 @@ export interface Database {
   task_artifact_chunks: TaskArtifactChunksTable;
   task_actions: TaskActionsTable;
   task_events: TaskEventsTable;
+  task_steering: TaskSteeringTable;
   server_secrets: ServerSecretsTable;
   mcp_sessions: SessionsTable;
   mcp_session_subscriptions: SessionSubscriptionsTable;

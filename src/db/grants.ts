@@ -13,6 +13,7 @@ export const APP_TABLES = [
   'task_attempts',
   'task_actions',
   'task_events',
+  'task_steering',
   'server_secrets',
   'mcp_sessions',
   'mcp_session_subscriptions',

@@ -37,6 +37,10 @@ export interface TasksTable {
   cancel_requested_at: NullableTimestamp;
   /** Set while the task is paused: its attempts ran out under `onExhausted: 'pause'` (see tools/retry.ts). */
   paused_at: NullableTimestamp;
+  /** Set while a pause its owner asked for (`tasks/pause`) waits for the running attempt's next checkpoint. */
+  pause_requested_at: NullableTimestamp;
+  /** Steering messages sent to the task so far (`tasks/steer`): the last one's number. */
+  steering_sent: Generated<number>;
   /** The tool's secret argument paths (`defineTool({ secretArguments })`), redacted in operator views. */
   secret_arguments: ColumnType<
     string[] | null,

@@ -26,3 +26,15 @@ export class IdempotencyConflictError extends DomainError {
     );
   }
 }
+
+/**
+ * A task interaction its task's state does not allow (SEP-2669 draft's error summary: pause a task that
+ * is not working, resume one that is not paused, steer one that ended or does not read steering).
+ */
+export class InvalidTaskStateError extends DomainError {
+  override readonly name = 'InvalidTaskStateError';
+
+  toProtocolError(): ProtocolError {
+    return new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid params: ${this.message}`);
+  }
+}

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { TaskQueue } from '../queue/task-queue.ts';
-import { TaskNotFoundError } from './errors.ts';
+import { InvalidTaskStateError, TaskNotFoundError } from './errors.ts';
 import type { InputResponses } from '../core/wire.ts';
 import { newTaskId } from './ids.ts';
 import { priorityOfRank } from '../queue/priority.ts';
@@ -14,6 +14,9 @@ import type { SignalDelivery } from '../core/signal-delivery.ts';
 import { deliverSignalAndClaim, recordSignalDelivery } from './store/signals.ts';
 import { answerInputRequests, type AnswerOutcome } from './store/input.ts';
 import { listTasks, type TaskListFilter } from './store/list.ts';
+import { requestOwnerPause, whyNotPaused, withdrawPauseRequest } from './store/owner-pause.ts';
+import { resumeTasks } from './store/pause.ts';
+import { sendSteering, steeringRefusal, type SteeringLimits } from './store/steering.ts';
 import { getTaskView, getTaskViews, ownedTaskIds } from './store/read.ts';
 import type { TaskView } from './store/view.ts';
 
@@ -193,5 +196,54 @@ export class TaskService {
       await requestCancel(trx, taskId, principal);
       await this.#onChange(trx, taskId);
     });
+  }
+
+  /**
+   * Stores a steering message for the principal's task (`tasks/steer`); a task waiting for one runs
+   * again (its run queued in the same transaction). Nothing stored: TaskNotFoundError as `get` gives
+   * it, or InvalidTaskStateError saying why (the tool does not read steering, the task ended, it got
+   * `maxMessages` already).
+   */
+  async steer(taskId: string, principal: string, message: string, limits: SteeringLimits): Promise<void> {
+    const sent = await this.#db.transaction().execute(async (trx) => {
+      const stored = await sendSteering(trx, { taskId, principal, message, ...limits });
+      if (stored?.wake === true) await this.#queue.enqueueRun(trx, taskId);
+      return stored;
+    });
+    if (sent !== undefined) return;
+    await this.get(taskId, principal);
+    throw new InvalidTaskStateError((await steeringRefusal(this.#db, taskId, limits)).message);
+  }
+
+  /**
+   * The owner's pause (`tasks/pause`): an idle task pauses now, a running one at its attempt's next
+   * checkpoint; the task as it is then. Waiting for input, or already asked to pause: the task as it is.
+   * Otherwise TaskNotFoundError as `get` gives it, or InvalidTaskStateError saying why.
+   */
+  async pause(taskId: string, principal: string): Promise<TaskView> {
+    const changed = await this.#db.transaction().execute(async (trx) => {
+      const outcome = await requestOwnerPause(trx, taskId, principal, `client:${principal}`);
+      if (outcome !== undefined) await this.#onChange(trx, taskId);
+      return outcome;
+    });
+    const view = await this.get(taskId, principal);
+    const refused = changed === undefined ? await whyNotPaused(this.#db, taskId) : undefined;
+    if (refused !== undefined) throw new InvalidTaskStateError(refused);
+    return view;
+  }
+
+  /**
+   * The owner's resume (`tasks/resume`): a paused task runs again, as the operator's resume runs it
+   * (resumeTasks); a pause asked for and not yet taken is withdrawn. The task as it is then; otherwise
+   * TaskNotFoundError as `get` gives it, or InvalidTaskStateError (not paused).
+   */
+  async resume(taskId: string, principal: string): Promise<TaskView> {
+    const actor = `client:${principal}`;
+    const resumed = await resumeTasks(this.#db, this.#queue, { taskIds: [taskId], principal }, actor);
+    const changed = resumed.length > 0 || (await withdrawPauseRequest(this.#db, taskId, principal, actor));
+    if (changed) await this.#onChange(this.#db, taskId);
+    const view = await this.get(taskId, principal);
+    if (!changed) throw new InvalidTaskStateError('the task is not paused');
+    return view;
   }
 }

@@ -2,8 +2,8 @@
 // source's history before a chosen step copied, so that its first run replays those steps and runs the
 // rest. A terminal task never changes (SEP-2663); this is how an operator redoes one (a backfill, an
 // investigation). Copied: the steps before the fork step (artifacts they wrote come along, their links
-// naming the new task), the input answers given before it, and the signals those steps created as they
-// were at the fork point (see copySignals). Not copied: map items (a map before the fork step runs
+// naming the new task), the input answers given before it, the signals those steps created as they
+// were at the fork point (see copySignals), and the steering messages (see copySteering). Not copied: map items (a map before the fork step runs
 // again), the result.
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
@@ -14,6 +14,7 @@ import { TERMINAL_STATUSES } from '../status.ts';
 import { recordAction, type Actor } from './actions.ts';
 import { claimDeadline } from './lease.ts';
 import { newSignalToken, tokenHash, type SignalStepValue } from './signals.ts';
+import { copySteering } from './steering.ts';
 import { signalStepName } from './steps.ts';
 
 /** What a signal's step name starts with (its signal's name follows). */
@@ -64,6 +65,8 @@ export async function forkTask(
     const taskId = newTaskId();
     await insertFork(trx, sourceId, taskId, before !== undefined);
     const signals = before === undefined ? [] : await copyHistory(trx, sourceId, taskId, before);
+    // (Its copied steering reads replay; its later ones read on from the source's messages.)
+    if (before !== undefined) await copySteering(trx, sourceId, taskId);
     await queue.enqueueRun(trx, taskId);
     const detail = { ...(fromStep !== undefined && { fromStep }) };
     await recordAction(trx, [sourceId], actor, 'fork', { ...detail, newTaskId: taskId });

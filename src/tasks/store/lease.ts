@@ -189,12 +189,14 @@ export interface LeaseState {
   /** The attempt still holds the task and no cancel was asked for. */
   held: boolean;
   cancelRequested: boolean;
+  /** Its owner asked for a pause (`tasks/pause`): the attempt pauses at its next checkpoint. */
+  pauseRequested: boolean;
 }
 
 /**
  * One query for every attempt a worker runs: which ones must stop (cancel requested, task no longer
- * `working`, another attempt took over, or the lease was reclaimed). Held means this worker's lease, for
- * this attempt, on a working task.
+ * `working`, another attempt took over, or the lease was reclaimed), and which must pause at their next
+ * checkpoint. Held means this worker's lease, for this attempt, on a working task.
  */
 export async function checkLeases(
   db: Kysely<Database>,
@@ -205,7 +207,7 @@ export async function checkLeases(
   const ids = [...attempts.keys()];
   const rows = await db
     .selectFrom('tasks')
-    .select(['task_id', 'attempt', 'status', 'leased_by', 'cancel_requested_at'])
+    .select(['task_id', 'attempt', 'status', 'leased_by', 'cancel_requested_at', 'pause_requested_at'])
     .where('task_id', 'in', ids)
     .execute();
   const byId = new Map(rows.map((r) => [r.task_id, r]));
@@ -216,7 +218,12 @@ export async function checkLeases(
       row.attempt === attempts.get(taskId) &&
       row.status === 'working' &&
       row.leased_by === workerId;
-    return { taskId, held, cancelRequested: row?.cancel_requested_at != null };
+    return {
+      taskId,
+      held,
+      cancelRequested: row?.cancel_requested_at != null,
+      pauseRequested: row?.pause_requested_at != null,
+    };
   });
 }
 

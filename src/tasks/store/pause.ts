@@ -124,6 +124,8 @@ export async function resumeTasks(
       .updateTable('tasks')
       .set({
         paused_at: null,
+        // (A pause its owner asked for before the attempts ran out is taken by this one.)
+        pause_requested_at: null,
         failures: 0,
         status_message: `Resumed by ${actor}`,
         // As for any queued run: a delivery lost before its claim is redelivered past this deadline.
