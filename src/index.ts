@@ -17,6 +17,7 @@ export type {
   ToolContext,
   ToolDefinition,
 } from './tools/define.ts';
+export type { Steering, SteeringMessage, SteeringWaitOptions } from './tools/steering.ts';
 export { NonRetryableError, StepFailedError, StepTimeoutError } from './tools/retry.ts';
 export type { MapItemInfo, MapOptions, RetryPolicy, StepInfo, StepOptions } from './tools/retry.ts';
 export type { ArtifactLink, ArtifactOptions, ArtifactSource } from './core/artifacts.ts';

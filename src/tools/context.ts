@@ -9,6 +9,7 @@ import {
 } from '../core/wire.ts';
 import type { LogLevel, SignalHandle, SignalResult, ToolContext } from './define.ts';
 import type { StepFn, StepOptions } from './retry.ts';
+import { NO_STEERING, type Steering } from './steering.ts';
 
 export type { Notification };
 
@@ -42,6 +43,8 @@ export interface ContextBackend {
   createSignal(name: string, opts?: { timeoutMs?: number }): Promise<SignalHandle>;
   waitForSignal(signal: SignalHandle, opts?: { statusMessage?: string }): Promise<SignalResult>;
   input(requests: InputRequests): Promise<Record<string, JsonObject>>;
+  /** A task's steering messages; absent for a synchronous call, whose reads then fail (NO_STEERING). */
+  steering?: Steering | undefined;
 }
 
 export function createToolContext(backend: ContextBackend): ToolContext {
@@ -69,6 +72,7 @@ export function createToolContext(backend: ContextBackend): ToolContext {
     createSignal: (name, opts) => backend.createSignal(name, opts),
     waitForSignal: (signal, opts) => backend.waitForSignal(signal, opts),
     input: (requests) => backend.input(requests),
+    steering: backend.steering ?? NO_STEERING,
     elicit: async (key, params) =>
       (await one(key, {
         method: 'elicitation/create',

@@ -2,6 +2,7 @@ import type { ArtifactLink, ArtifactOptions, ArtifactSource } from '../core/arti
 import type { z } from 'zod';
 import type { MapItemFn, MapOptions, RetryPolicy, StepFn, StepOptions } from './retry.ts';
 import type { ServerEvents } from '../core/server-events.ts';
+import type { Steering } from './steering.ts';
 import type {
   CallToolResult,
   ClientCapabilities,
@@ -142,6 +143,12 @@ export interface ToolContext {
    */
   waitForSignal(signal: SignalHandle, opts?: { statusMessage?: string }): Promise<SignalResult>;
   /**
+   * The messages the task's requestor sends it while it runs (`tasks/steer`; experimental, SEP-2669
+   * draft), for a tool defined with `steering: true`: `next()` waits for one without a worker, `pending()`
+   * takes what came. Each read is a checkpoint, so a replay returns the same messages. Tasks only.
+   */
+  readonly steering: Steering;
+  /**
    * Asks the client for input. Keys must be unique over the task's lifetime and stable across replays:
    * the same key always names the same request. Resolves once every key has been answered; until then a
    * task waits in `input_required` without holding a worker, and a synchronous call answers with an
@@ -218,6 +225,12 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
    * shown as "[redacted]" by the dashboard and `durable-mcp-tasks tasks show`. The handler gets them whole.
    */
   secretArguments?: readonly string[];
+  /**
+   * The handler reads steering messages (`ctx.steering`; experimental, SEP-2669 draft): the task's
+   * requestor may send them with `tasks/steer` while the task is active. Without it, `tasks/steer` on
+   * this tool's tasks is refused (-32602) and nothing is stored. Default false.
+   */
+  steering?: boolean;
   /** Suggested polling interval for this tool's tasks. Default: the server's TASK_POLL_INTERVAL_MS. */
   pollIntervalMs?: number;
   annotations?: JsonObject;

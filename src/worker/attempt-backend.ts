@@ -16,6 +16,7 @@ import type { Metrics } from '../core/metrics.ts';
 import { createArtifactWriter } from './attempt-artifacts.ts';
 import { createMapRunner, type MapItemLeg } from './attempt-map.ts';
 import { createAttemptSignals } from './attempt-signals.ts';
+import { createAttemptSteering } from './attempt-steering.ts';
 import { silentStatus, throttledStatus, type AttemptStatus } from './attempt-status.ts';
 import { SERVER_EVENTS } from '../core/task-events.ts';
 import { createEventWriter, type EventLimits, type EventWriter } from './attempt-events.ts';
@@ -42,7 +43,7 @@ export interface AttemptBackendOptions {
   signal: AbortSignal;
   /** The leg's span: each step's span is its child. */
   trace?: TraceContext | undefined;
-  /** True while the worker shuts down: no new step starts, the task is handed back instead. */
+  /** True while the worker shuts down, or its owner pauses the task: no new step starts, it is handed back. */
   draining?: () => boolean;
   events?: ServerEvents | undefined;
   statusThrottleMs: number;
@@ -137,6 +138,7 @@ export function createAttemptBackend(opts: AttemptBackendOptions): AttemptBacken
     },
     sleep: (name, duration) => durableSleep({ step, signal, status, replayOnly }, name, duration),
     ...createAttemptSignals({ ...opts, step, status, replayOnly }),
+    steering: createAttemptSteering({ ...opts, step, status, replayOnly }),
     input: (requests) => askForInput(opts, { status, events, replayOnly }, requests),
   };
 }

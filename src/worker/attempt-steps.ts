@@ -73,7 +73,10 @@ export interface StepRunnerOptions {
   signal: AbortSignal;
   /** The leg's span: each step's span is its child. */
   trace?: TraceContext | undefined;
-  /** True while the worker shuts down: no new step starts, the task is handed back instead. */
+  /**
+   * True while the worker shuts down, or once the task's owner asked for a pause: no new step starts, the
+   * task is handed back instead (and the hand-back pauses it).
+   */
   draining?: (() => boolean) | undefined;
   /** Writes a checkpoint (the pool batches its legs' checkpoints). */
   saveStep: (step: StepRecord) => Promise<unknown>;

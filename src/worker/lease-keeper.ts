@@ -11,7 +11,7 @@ export interface LeaseKeeperOptions {
   workerId: string;
   running: RunningAttempts;
   leaseMs: number;
-  /** How often running attempts are checked for cancel requests and lost leases. */
+  /** How often running attempts are checked for cancel and pause requests and lost leases. */
   cancelCheckIntervalMs: number;
   /** CANCEL_GRACE_MS: how long a stopped handler has to end before its cancelled task ends without it. */
   cancelGraceMs: number;
@@ -85,7 +85,10 @@ function attemptsOf(running: RunningAttempts, only?: string): Map<string, number
   );
 }
 
-/** LeaseKeeper.check: cancel requests and leases no longer held stop their attempts. */
+/**
+ * LeaseKeeper.check: cancel requests and leases no longer held stop their attempts; pause requests are
+ * passed to theirs (each pauses at its next checkpoint).
+ */
 function leaseChecker(
   { db, workerId, running, log }: LeaseKeeperOptions,
   stopAttempt: StopAttempt,
@@ -102,6 +105,8 @@ function leaseChecker(
     checking = true;
     try {
       for (const state of await checkLeases(db, workerId, attemptsOf(running, only))) {
+        const entry = running.get(state.taskId);
+        if (entry !== undefined) entry.pauseRequested = state.pauseRequested;
         // A cancel that already ended the task (2025-11-25 cancels at once) is a cancel, not a lost lease.
         if (state.cancelRequested) stopAttempt(state.taskId, new CancelRequestedError());
         else if (!state.held)

@@ -133,7 +133,7 @@ function backendFor(
     inputs: replay.inputs,
     signal,
     trace: leg.trace,
-    draining: deps.draining,
+    draining: mapItem === undefined ? () => deps.draining() || pauseAsked(deps, leg.task) : deps.draining,
     events: deps.events,
     statusThrottleMs: deps.statusThrottleMs,
     saveStep: deps.writes.saveStep,
@@ -149,6 +149,15 @@ function backendFor(
     mapItem,
     log: leg.log,
   });
+}
+
+/**
+ * The task's owner asked for a pause (`tasks/pause`): like a shutdown, no new step starts and the task is
+ * handed back, and the hand-back pauses it (settle.ts: handBack).
+ */
+function pauseAsked(deps: LegDeps, task: ClaimedTask): boolean {
+  const entry = deps.running.get(task.taskId);
+  return entry?.attempt === task.attempt && entry.pauseRequested === true;
 }
 
 /** What an artifact of this leg's task is written with. */

@@ -21,8 +21,14 @@ export class CancelRequestedError extends Error {
   }
 }
 
-/** The attempts this process runs, so the lease keeper can reach their abort controllers. */
-export type RunningAttempts = Map<string, { attempt: number; abort: AbortController }>;
+/**
+ * The attempts this process runs, so the lease keeper can reach their abort controllers, and tell them
+ * their task's owner asked for a pause (the attempt pauses at its next checkpoint: see leg.ts).
+ */
+export type RunningAttempts = Map<
+  string,
+  { attempt: number; abort: AbortController; pauseRequested?: boolean }
+>;
 
 /**
  * How a leg ended, and so what becomes of its task. `kind` is also the leg's outcome label in metrics

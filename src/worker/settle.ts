@@ -8,6 +8,8 @@ import { mapSettled } from '../tasks/store/maps.ts';
 import { releaseTask, type ClaimedTask } from '../tasks/store/lease.ts';
 import { attemptError, recordAttemptEnd, type AttemptEnd } from '../tasks/store/attempt-ends.ts';
 import { pauseAttempt } from '../tasks/store/pause.ts';
+import { settlePauseRequest } from '../tasks/store/owner-pause.ts';
+import { hasSteeringAfter } from '../tasks/store/steering.ts';
 import type { LegDeps, LegScope } from './leg-deps.ts';
 import type { ParkedOn } from './leg-stops.ts';
 import { completeItem, wakeParent } from './map-item.ts';
@@ -162,10 +164,16 @@ async function settleHandBack(
       });
       leg.span.addEvent('parked', { until: outcome.until.toISOString() });
       return;
-    case 'handed_back':
-      log.info('handing the task back: the worker shuts down');
-      await handBack(deps, task, { failed: false, delayMs: 0, ended: { outcome: 'handed_back' } });
+    case 'handed_back': {
+      const handed = await handBack(deps, task, {
+        failed: false,
+        delayMs: 0,
+        ended: { outcome: 'handed_back' },
+      });
+      if (handed === 'paused') log.info('paused at a checkpoint: its owner asked');
+      else log.info('handed the task back: the worker shuts down (or a pause its owner withdrew)');
       return;
+    }
     case 'infrastructure_retry':
       log.warn('a store operation failed mid-run; the task will be retried', {
         error: outcome.error.message,
@@ -184,6 +192,7 @@ async function settleHandBack(
         ended: { outcome: 'crash_retry', error: attemptError(outcome.error) },
       });
       if (handed === 'queued') logCrash(leg, outcome.error, 'retried');
+      else if (handed === 'paused') log.info('handler crashed; its owner paused the task: no retry queued');
       else if (handed === 'lost') log.info('attempt lost its lease before its retry was queued');
       return;
     }
@@ -193,7 +202,8 @@ async function settleHandBack(
 /**
  * Releases the task (still `working`) and enqueues its next run after `delayMs`, in one transaction; the
  * pool is asked to fetch again when it comes due. What came of it: the run queued, the task cancelled
- * instead (a cancel asked for while the attempt held it), or nothing (the attempt no longer held it).
+ * or paused instead (a cancel, or its owner's pause, asked for while the attempt held it), or nothing
+ * (the attempt no longer held it).
  */
 export async function handBack(
   deps: Pick<LegDeps, 'db' | 'queue' | 'scheduleWake'>,
@@ -206,13 +216,15 @@ export async function handBack(
     /** How this attempt ended, for its row (the operator's view). */
     ended?: AttemptEnd;
   },
-): Promise<'queued' | 'cancelled' | 'lost'> {
+): Promise<'queued' | 'cancelled' | 'paused' | 'lost'> {
   let delayMs = opts.delayMs;
   const handed = await deps.db.transaction().execute(async (trx) => {
     if (!(await releaseTask(trx, task.taskId, task.attempt, opts))) return 'lost' as const;
     if (opts.ended !== undefined) await recordAttemptEnd(trx, task.taskId, task.attempt, opts.ended);
     // A cancel asked for while this attempt held the task ends it now, not when the run comes due.
     if (await settleCancelRequest(trx, task.taskId)) return 'cancelled' as const;
+    // A pause its owner asked for meanwhile (tasks/pause) takes effect now: no run is queued.
+    if (await settlePauseRequest(trx, task.taskId)) return 'paused' as const;
     // A delivery (or a map's last item) that came after the wait looked, while this attempt still held
     // the task, had its wake-up turned away by the lease: the task runs again now. (One that commits
     // later brings its own run, whose claim waits for this transaction's row lock and then finds the
@@ -227,6 +239,7 @@ export async function handBack(
 
 async function parkedOnIsDone(db: Kysely<Database>, taskId: string, on: ParkedOn): Promise<boolean> {
   if ('signal' in on) return (await readSignal(db, taskId, on.signal))?.deliveredAt != null;
+  if ('steering' in on) return hasSteeringAfter(db, taskId, on.steering);
   return mapSettled(db, { parentTaskId: taskId, mapName: on.map });
 }
 
