@@ -132,6 +132,12 @@ const ConfigSchema = z.object({
   MAX_SIGNAL_BYTES: intFromEnv(65_536, 1).describe(
     'Largest body of a signal delivery (POST /signals/{token}) accepted (413 above).',
   ),
+  MAX_STEERING_MESSAGE_BYTES: intFromEnv(16_384, 1).describe(
+    'Largest tasks/steer message (UTF-8 bytes; experimental, SEP-2669 draft) accepted: -32602 naming this setting above, nothing stored.',
+  ),
+  MAX_STEERING_MESSAGES_PER_TASK: intFromEnv(100, 1).describe(
+    'Steering messages (tasks/steer) one task may get in its life; the next one gets -32602 naming this setting, nothing stored.',
+  ),
   MAX_ACTIVE_TASKS_PER_PRINCIPAL: intFromEnv(1_000, 1).describe(
     'Non-terminal tasks (working, input_required) one principal may hold, cluster-wide; a create above it gets -31429 (HTTP 429).',
   ),

@@ -142,6 +142,8 @@ function methodDeps(
       maxArgumentsBytes: config.MAX_ARGUMENTS_BYTES,
       maxInputResponsesBytes: config.MAX_INPUT_RESPONSES_BYTES,
       maxSubscriptionsPerPrincipal: config.MAX_SUBSCRIPTIONS_PER_PRINCIPAL,
+      maxSteeringMessageBytes: config.MAX_STEERING_MESSAGE_BYTES,
+      maxSteeringMessagesPerTask: config.MAX_STEERING_MESSAGES_PER_TASK,
       syncCallTimeoutMs: config.SYNC_CALL_TIMEOUT_MS,
     },
     syncCalls: parts.syncCalls,

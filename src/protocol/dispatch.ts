@@ -13,6 +13,7 @@ import { resourcesList, resourcesRead, resourceTemplatesList } from './methods/r
 import { subscriptionsListen } from './methods/subscriptions.ts';
 import { tasksStream } from './methods/task-events.ts';
 import { tasksCancel, tasksGet, tasksUpdate } from './methods/tasks.ts';
+import { taskInteractionMethods } from './methods/task-steering.ts';
 import { toolsCall } from './methods/tools-call.ts';
 import { toolsList } from './methods/tools-list.ts';
 import type { ServerDeps } from './server-deps.ts';
@@ -43,6 +44,7 @@ export function createDispatcher(deps: ServerDeps, extra: Record<string, MethodH
       'tasks/update': tasksUpdate(deps),
       'tasks/cancel': tasksCancel(deps),
       'tasks/stream': tasksStream(deps),
+      ...taskInteractionMethods(deps),
       'subscriptions/listen': subscriptionsListen(deps),
       ...(deps.prompts.empty ? {} : { 'prompts/list': promptsList(deps), 'prompts/get': promptsGet(deps) }),
       ...(deps.resources.empty

@@ -41,6 +41,9 @@ export interface ServerDeps {
     maxArgumentsBytes: number;
     maxInputResponsesBytes: number;
     maxSubscriptionsPerPrincipal: number;
+    /** MAX_STEERING_MESSAGE_BYTES, MAX_STEERING_MESSAGES_PER_TASK: what `tasks/steer` takes. */
+    maxSteeringMessageBytes: number;
+    maxSteeringMessagesPerTask: number;
     /** SYNC_CALL_TIMEOUT_MS: one run of a synchronous handler. Default: none. */
     syncCallTimeoutMs?: number | undefined;
   };

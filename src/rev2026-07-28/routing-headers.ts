@@ -15,6 +15,10 @@ const NAME_SOURCE: Readonly<Record<string, string>> = {
   'tasks/get': 'taskId',
   'tasks/update': 'taskId',
   'tasks/cancel': 'taskId',
+  // SEP-2669 draft (experimental): Mcp-Name is the task id there too.
+  'tasks/steer': 'taskId',
+  'tasks/pause': 'taskId',
+  'tasks/resume': 'taskId',
 };
 
 function mismatch(message: string): ProtocolError {

@@ -29,6 +29,9 @@ const NAME_SOURCE: Record<string, string> = {
   'tasks/get': 'taskId',
   'tasks/update': 'taskId',
   'tasks/cancel': 'taskId',
+  'tasks/steer': 'taskId',
+  'tasks/pause': 'taskId',
+  'tasks/resume': 'taskId',
 };
 
 /** The Mcp-Name of a request: its tool or prompt name, resource URI or task id (undefined for other methods). */

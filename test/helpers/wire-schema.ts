@@ -62,6 +62,10 @@ const TASK_RESULT_SCHEMAS: Record<string, ZodType> = {
   'tasks/get': GetTaskResultV2Schema,
   'tasks/update': UpdateTaskResultV2Schema,
   'tasks/cancel': CancelTaskResultV2Schema,
+  // SEP-2669 draft: steer acks like update; pause and resume answer the DetailedTask, as tasks/get.
+  'tasks/steer': UpdateTaskResultV2Schema,
+  'tasks/pause': GetTaskResultV2Schema,
+  'tasks/resume': GetTaskResultV2Schema,
 };
 
 /**

@@ -1,6 +1,7 @@
 import type { MethodHandler } from '../context.ts';
 import { TASKS_EXTENSION } from '../../core/errors.ts';
 import type { ServerDeps } from '../server-deps.ts';
+import { TASK_INTERACTION_CAPABILITY } from './task-steering.ts';
 
 /** The capabilities this server's registries support; also decides which methods exist. */
 export function serverCapabilities(deps: ServerDeps): Record<string, unknown> {
@@ -13,7 +14,12 @@ export function serverCapabilities(deps: ServerDeps): Record<string, unknown> {
     ...(withPrompts || withResources ? { completions: {} } : {}),
     extensions: { [TASKS_EXTENSION]: {} },
     // Drafts this server implements ahead of the specification, each marked experimental.
-    experimental: { [TASKS_EXTENSION]: { eventStreams: { draft: 'SEP-2694', method: 'tasks/stream' } } },
+    experimental: {
+      [TASKS_EXTENSION]: {
+        eventStreams: { draft: 'SEP-2694', method: 'tasks/stream' },
+        steering: TASK_INTERACTION_CAPABILITY,
+      },
+    },
   };
 }
 

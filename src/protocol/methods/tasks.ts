@@ -13,7 +13,7 @@ export function declaresTasks(ctx: Pick<RequestContext, 'meta'>): boolean {
 }
 
 /** The tasks methods need the extension on the request (-32021) and a well-formed task id. */
-function taskIdOf(ctx: RequestContext): string {
+export function taskIdOf(ctx: RequestContext): string {
   if (!declaresTasks(ctx)) throw missingTasksExtension();
   return wellFormedTaskId(TaskIdParamsSchema.parse(ctx.params).taskId);
 }
