@@ -7,8 +7,9 @@ import { sql } from 'kysely';
 //   hands out the number, and bounds how many one task may get). The handler reads them as steps, so the
 //   rows are only what was sent; what was read is in the task's steps. They go with their task.
 // - `tasks.pause_requested_at`: the owner asked for a pause (`tasks/pause`) while an attempt held the
-//   task; the attempt pauses at its next checkpoint. It NOTIFYs on the cancel requests' channel, which
-//   the worker running the task listens to: its lease check reads pause requests too.
+//   task; the attempt pauses at its next checkpoint. It NOTIFYs as a cancel request does (the cancel
+//   requests' channel and function), which the worker running the task listens to: its lease check
+//   reads pause requests too.
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
     .createTable('task_steering')
@@ -24,20 +25,13 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('pause_requested_at', 'timestamptz')
     .execute();
   await sql`
-    create function mcp_notify_task_pause() returns trigger language plpgsql as $$
-    begin
-      perform pg_notify('mcp_task_cancels', new.task_id);
-      return null;
-    end $$`.execute(db);
-  await sql`
     create trigger tasks_notify_pause after update on tasks
     for each row when (old.pause_requested_at is null and new.pause_requested_at is not null)
-    execute function mcp_notify_task_pause()`.execute(db);
+    execute function mcp_notify_task_cancel()`.execute(db);
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
   await sql`drop trigger tasks_notify_pause on tasks`.execute(db);
-  await sql`drop function mcp_notify_task_pause()`.execute(db);
   await db.schema.alterTable('tasks').dropColumn('steering_sent').dropColumn('pause_requested_at').execute();
   await db.schema.dropTable('task_steering').execute();
 }

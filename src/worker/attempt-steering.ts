@@ -3,36 +3,24 @@
 // it go on from its last message: each message is returned by exactly one read. A read that must wait
 // records until when first (`steering:<n>:wait`), then parks the task (no slot, no lease) until a
 // message comes (`tasks/steer` queues its run) or that time passes.
-import type { Kysely } from 'kysely';
 import { jsonBytes } from '../core/limits.ts';
-import type { Database } from '../db/database.ts';
-import type { ClaimedTask } from '../tasks/store/lease.ts';
 import {
   readSteering,
   steeringReadStepName,
   steeringWaitStepName,
   type StoredSteering,
 } from '../tasks/store/steering.ts';
-import type { StepHistory } from '../tasks/store/steps.ts';
-import type { ContextBackend } from '../tools/context.ts';
 import type { Steering, SteeringMessage, SteeringWaitOptions } from '../tools/steering.ts';
-import { PARKED_RECHECK_MS } from './attempt-signals.ts';
-import type { AttemptStatus } from './attempt-status.ts';
+import { PARKED_RECHECK_MS, type AttemptSignalsOptions } from './attempt-signals.ts';
 import { infra, Park } from './leg-stops.ts';
 
-export interface AttemptSteeringOptions {
-  db: Kysely<Database>;
-  task: ClaimedTask;
-  /** What earlier legs recorded: the reads they made, and whether a read was waiting. */
-  steps: StepHistory;
-  signal: AbortSignal;
-  step: ContextBackend['step'];
-  status: AttemptStatus;
-  /** A map item's leg: a read its parent never recorded is a ReplayMissError (the step says so). */
-  replayOnly: boolean;
-  /** A read returns at most what fits in one step (MAX_STEP_BYTES). */
+/**
+ * What a wait for a signal needs, a wait for steering needs too (`steps`: the reads earlier legs made,
+ * and whether one was waiting); and a read returns at most what fits in one step (MAX_STEP_BYTES).
+ */
+export type AttemptSteeringOptions = Omit<AttemptSignalsOptions, 'signalUrl'> & {
   maxStepBytes?: number | undefined;
-}
+};
 
 /** One read: its number among the handler's reads, and the last message the reads before it returned. */
 type Read = (n: number, afterSeq: number) => Promise<StoredSteering[]>;
