@@ -103,6 +103,12 @@ describe('tasks/steer, tasks/pause, tasks/resume', () => {
     const task = (await adminGetTask(server.rt.db, taskId))!;
     expect(task.task.pausedAt).toBeNull();
     expect(task.actions).toEqual([]);
+    // Paused by its owner, it stays paused whatever another principal asks.
+    await server.mcp.result('tasks/pause', { taskId }, ALICE);
+    const hidden = await errorOf('tasks/get', { taskId }, as('bob'));
+    expect(await errorOf('tasks/resume', { taskId }, as('bob'))).toEqual(hidden);
+    expect((await adminGetTask(server.rt.db, taskId))!.task.pausedAt).not.toBeNull();
+    await server.mcp.result('tasks/resume', { taskId }, ALICE);
     // The owner's own steer still works: the task was left as it was.
     await server.mcp.result('tasks/steer', { taskId, message: 'mine' }, ALICE);
     expect((await waitForEnd(taskId)).status).toBe('completed');
