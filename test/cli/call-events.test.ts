@@ -7,38 +7,25 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FileTaskStore } from '../../src/client/index.ts';
-import { SCAN_ROW_EVENT, scanValue } from '../../src/tools/shipped/scan-rows.ts';
+import { SCAN_ROW_EVENT } from '../../src/tools/shipped/scan-rows.ts';
 import { CLI, ROOT, runCli } from '../helpers/cli.ts';
+import { expectedScanEvents, type ScanArgs } from '../helpers/event-reader.ts';
 import { useTestServer } from '../helpers/server-process.ts';
 import { useTerminals } from '../helpers/terminal.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-interface Scan {
-  rows: number;
-  batchSize: number;
-  batchMs: number;
-  threshold: number;
-}
+const argsOf = (scan: Required<ScanArgs>) => Object.entries(scan).flatMap(([k, v]) => ['--arg', `${k}=${v}`]);
 
-const argsOf = (scan: Scan) => Object.entries(scan).flatMap(([k, v]) => ['--arg', `${k}=${v}`]);
-
-/** What `call scan_rows` prints on stdout: each batch's matching rows, its partial line, then the result. */
-function expectedOutput({ rows, batchSize, threshold }: Scan): string[] {
-  const lines: string[] = [];
-  let matches = 0;
-  for (let start = 0; start < rows; start += batchSize) {
-    const end = Math.min(rows, start + batchSize);
-    let found = 0;
-    for (let row = start; row < end; row++) {
-      const value = scanValue(row);
-      if (value >= threshold) continue;
-      found++;
-      lines.push(`${SCAN_ROW_EVENT} ${JSON.stringify({ row, value })}`);
-    }
-    matches += found;
-    lines.push(`rows ${start}–${end - 1}: ${found} matching`);
-  }
-  return [...lines, `${matches} of ${rows} rows matched`];
+/** What `call scan_rows` prints on stdout: a line per event (rows compact, partial output as text), then the result. */
+function expectedOutput(scan: Required<ScanArgs>): string[] {
+  const events = expectedScanEvents(scan);
+  const lines = events.map((e) =>
+    e.type === SCAN_ROW_EVENT
+      ? `${e.type} ${JSON.stringify(e.payload)}`
+      : (e.payload.content as Array<{ text: string }>)[0]!.text,
+  );
+  const matches = events.filter((e) => e.type === SCAN_ROW_EVENT).length;
+  return [...lines, `${matches} of ${scan.rows} rows matched`];
 }
 
 describe('call, printing the task’s events', () => {
@@ -54,7 +41,7 @@ describe('call, printing the task’s events', () => {
     });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toBe(`${expectedOutput(scan).join('\n')}\n`);
-    expect(run.stderr).toContain('working: Scanned 50 of 400 rows');
+    expect(run.stderr).toContain('completed: Scanned 400 of 400 rows');
   });
 
   it('killed mid-stream and resumed with --resume, prints each event once overall', async () => {
