@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Metrics } from '../core/metrics.ts';
+import { ReadScheduler } from '../core/read-scheduler.ts';
 import type { Database } from '../db/database.ts';
 import { CHANNELS, type ChangeFeed } from '../events/change-feed.ts';
 import { coerceError, type Logger } from '../log.ts';
@@ -13,9 +14,6 @@ interface Watch {
   principal: string;
   watcher: TaskWatcher;
 }
-
-/** After a failed read, its tasks are read again this much later (the database may be restarting). */
-const RETRY_MS = 1_000;
 
 /**
  * The task changes this process's streams wait for, read once per process: a NOTIFY names a task, the
@@ -33,10 +31,8 @@ export class TaskChanges {
   readonly #byTask = new Map<string, Set<Watch>>();
   readonly #byOrigin = new Map<string, Set<Watch>>();
   readonly #off: () => void;
+  readonly #reader = new ReadScheduler(() => this.#read());
   #changed = new Set<string>();
-  #reading = false;
-  #scheduled = false;
-  #stopped = false;
   #reads = 0;
 
   constructor(
@@ -66,7 +62,7 @@ export class TaskChanges {
   }
 
   stop(): void {
-    this.#stopped = true;
+    this.#reader.stop();
     this.#off();
   }
 
@@ -84,23 +80,13 @@ export class TaskChanges {
     // Whose the task is shows only in its row: without a watched session, only watched ids are read.
     if (this.#byOrigin.size === 0 && !this.#byTask.has(taskId)) return;
     this.#changed.add(taskId);
-    this.#schedule();
+    this.#reader.request();
   }
 
-  /** One read at a time, after the current tick: what is heard meanwhile goes in the next one. */
-  #schedule(): void {
-    if (this.#scheduled || this.#reading || this.#stopped) return;
-    this.#scheduled = true;
-    setImmediate(() => {
-      this.#scheduled = false;
-      void this.#read();
-    });
-  }
-
+  /** The shared read (see ReadScheduler): the changes heard since the last one, in one query. */
   async #read(): Promise<void> {
     const changed = [...this.#changed];
     this.#changed = new Set();
-    this.#reading = true;
     try {
       const watched = {
         taskIds: changed.filter((id) => this.#byTask.has(id)),
@@ -116,12 +102,8 @@ export class TaskChanges {
         error: coerceError(err).message,
       });
       for (const id of changed) this.#changed.add(id);
-      setTimeout(() => this.#schedule(), RETRY_MS).unref();
-      return;
-    } finally {
-      this.#reading = false;
+      throw err;
     }
-    if (this.#changed.size > 0) this.#schedule();
   }
 
   #dispatch({ principal, view }: ChangedTask): void {

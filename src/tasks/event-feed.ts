@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Metrics } from '../core/metrics.ts';
+import { ReadScheduler } from '../core/read-scheduler.ts';
 import type { Database } from '../db/database.ts';
 import { CHANNELS, type ChangeFeed } from '../events/change-feed.ts';
 import { coerceError, type Logger } from '../log.ts';
@@ -16,8 +17,6 @@ export interface EventsWatcher {
   row: (row: FollowedRow | undefined) => void;
 }
 
-/** After a failed read, its tasks are read again this much later (the database may be restarting). */
-const RETRY_MS = 1_000;
 /** One shared read takes at most this many events of a task; a task with more is read again at once. */
 const READ_LIMIT = 1_000;
 
@@ -41,12 +40,10 @@ export class TaskEventFeed {
   readonly #followed = new Map<string, Followed>();
   readonly #off: () => void;
   readonly #backstop: NodeJS.Timeout;
+  readonly #reader = new ReadScheduler(() => this.#read());
   #changed = new Set<string>();
   /** Set by the backstop: the next read takes every followed task, and their rows too. */
   #sweep = false;
-  #reading = false;
-  #scheduled = false;
-  #stopped = false;
   #reads = 0;
 
   /**
@@ -97,7 +94,7 @@ export class TaskEventFeed {
   }
 
   stop(): void {
-    this.#stopped = true;
+    this.#reader.stop();
     clearInterval(this.#backstop);
     this.#off();
   }
@@ -105,25 +102,16 @@ export class TaskEventFeed {
   #sweepAll(): void {
     if (this.#followed.size === 0) return;
     this.#sweep = true;
-    this.#schedule();
+    this.#reader.request();
   }
 
   #heard(taskId: string): void {
     if (!this.#followed.has(taskId)) return;
     this.#changed.add(taskId);
-    this.#schedule();
+    this.#reader.request();
   }
 
-  /** One read at a time, after the current tick: what is heard meanwhile goes in the next one. */
-  #schedule(): void {
-    if (this.#scheduled || this.#reading || this.#stopped) return;
-    this.#scheduled = true;
-    setImmediate(() => {
-      this.#scheduled = false;
-      void this.#read();
-    });
-  }
-
+  /** The shared read (see ReadScheduler): the tasks heard since the last one, or all at the backstop's. */
   async #read(): Promise<void> {
     const sweep = this.#sweep;
     const ids = sweep ? [...this.#followed.keys()] : [...this.#changed];
@@ -134,7 +122,6 @@ export class TaskEventFeed {
     }
     this.#changed = new Set();
     this.#sweep = false;
-    this.#reading = true;
     try {
       const [found, rows] = await Promise.all([
         readEventsOfTasks(this.#db, after, READ_LIMIT),
@@ -148,12 +135,8 @@ export class TaskEventFeed {
       this.#log.warn('reading task events failed', { tasks: after.size, error: coerceError(err).message });
       for (const id of after.keys()) this.#changed.add(id);
       this.#sweep ||= sweep;
-      setTimeout(() => this.#schedule(), RETRY_MS).unref();
-      return;
-    } finally {
-      this.#reading = false;
+      throw err;
     }
-    if (this.#changed.size > 0 || this.#sweep) this.#schedule();
   }
 
   #dispatch(taskId: string, events: TaskEvent[]): void {
