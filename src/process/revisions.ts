@@ -70,6 +70,7 @@ function rev2025Parts({ config, db, feed, deps, dispatcher, servingListeners }: 
     sessions,
     tasks: deps.tasks,
     taskChanges: deps.taskChanges,
+    taskEvents: deps.taskEvents,
     tools: deps.tools,
     serverInfo: deps.serverInfo,
     serves: { resources: !deps.resources.empty, prompts: !deps.prompts.empty },

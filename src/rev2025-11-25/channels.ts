@@ -14,6 +14,11 @@ export const SESSION_CHANNELS = {
   forgotten: 'mcp_session_forgotten',
   /** A session's stream got an event: a resumed stream on another instance forwards it. Payload: `session stream`. */
   event: 'mcp_session_events',
+  /**
+   * A client resumed a GET stream (Last-Event-ID): the instance still writing it, if any, stops.
+   * Payload: `session stream producer` (the resuming producer's own token).
+   */
+  taken: 'mcp_session_stream_taken',
   /** A client answered a request the server sent it: the instance waiting for it reads it. Payload: `session request`. */
   response: 'mcp_session_responses',
   /** A client cancelled one of its requests (notifications/cancelled): whoever runs it stops. Payload: `session request`. */

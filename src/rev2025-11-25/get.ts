@@ -1,14 +1,10 @@
-import { CHANNELS } from '../events/change-feed.ts';
-import { SESSION_CHANNELS } from './channels.ts';
-import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
-import type { Session } from './sessions/store.ts';
+import { SESSION_CHANNELS } from './channels.ts';
 import type { Rev2025Options } from './options.ts';
-import { quotaRefusal, rpcError, SESSION_HEADER } from './wire.ts';
+import { GET_STREAM_PREFIX, lifetime, ownStream } from './session-stream.ts';
+import type { Session } from './sessions/store.ts';
 import { SessionStream, SSE_HEADERS } from './sse.ts';
-import { deliverTaskInput } from './task-input.ts';
-import { taskOf } from './tasks.ts';
-import type { TaskView } from '../tasks/store/view.ts';
+import { quotaRefusal, rpcError, SESSION_HEADER } from './wire.ts';
 
 /** The session a GET or DELETE names, or the response that refuses it (400 without, 404 unknown). */
 async function sessionOf(
@@ -36,9 +32,10 @@ export function sessionDelete(o: Rev2025Options) {
 
 /**
  * GET /mcp: with `Last-Event-ID`, resumes the stream that id belongs to (a call's stream whose
- * connection dropped: what it missed from the log, then what comes next, until its response); without,
- * the session's own stream for notifications that belong to no request (list changes, updates of
- * subscribed resources). Either ends when the session ends.
+ * connection dropped: what it missed from the log, then what comes next, until its response; the
+ * session's own stream: what it missed, then live again); without, the session's own stream for
+ * notifications that belong to no request (list changes, updates of subscribed resources, the session's
+ * tasks). Either ends when the session ends.
  */
 export function sessionGet(o: Rev2025Options) {
   return async (c: Context): Promise<Response> => {
@@ -61,30 +58,14 @@ export function sessionGet(o: Rev2025Options) {
       return quotaRefusal(c, null, err, o.metrics);
     }
     if (lastEventId !== undefined && streamId !== undefined) {
+      // The session's own stream goes on live; a call's stream replays until its response.
+      if (streamId.startsWith(GET_STREAM_PREFIX)) {
+        return ownStream(o, session, release, { streamId, after: lastEventId });
+      }
       return resume(o, session, { streamId, after: lastEventId, release });
     }
-    return standalone(o, session, release);
+    return ownStream(o, session, release);
   };
-}
-
-/** Sets up what ends a session stream: the client leaving, the session ending, shutdown. */
-function lifetime(o: Rev2025Options, session: Session, stream: SessionStream, extra: Array<() => void> = []) {
-  const keepAlive = setInterval(() => stream.keepAlive(), o.keepAliveMs ?? 15_000);
-  const offs: Array<() => void> = [...extra];
-  const end = () => {
-    clearInterval(keepAlive);
-    for (const off of offs) off();
-    o.shutdown.removeEventListener('abort', end);
-    stream.close();
-  };
-  offs.push(
-    o.feed?.on(SESSION_CHANNELS.ended, (sessionId) => {
-      if (sessionId === session.sessionId) end();
-    }) ?? (() => {}),
-  );
-  o.shutdown.addEventListener('abort', end, { once: true });
-  stream.gone.signal.addEventListener('abort', end, { once: true });
-  return { end, offs };
 }
 
 function resume(
@@ -122,64 +103,6 @@ function resume(
   const poll = setInterval(pump, 1_000);
   offs.push(() => clearInterval(poll));
   pump();
-  return new Response(stream.body, {
-    status: 200,
-    headers: { ...SSE_HEADERS, 'Mcp-Session-Id': session.sessionId },
-  });
-}
-
-/**
- * The session's own stream: list changes, updates of subscribed resources, and for the tasks the session
- * created, their status notifications and the input requests no other stream sent (see task-input.ts),
- * those waiting when the stream opens included.
- */
-function standalone(o: Rev2025Options, session: Session, release: () => void): Response {
-  const streamId = `get-${randomBytes(9).toString('base64url')}`;
-  const stream = new SessionStream(o.sessions, session.sessionId, streamId);
-  const warn = (err: unknown) => o.log.warn('stream write failed', { error: String(err) });
-  const send = (method: string, params?: object) =>
-    void stream.send({ jsonrpc: '2.0', method, ...(params === undefined ? {} : { params }) }).catch(warn);
-  const hasTasks = session.protocolVersion === '2025-11-25';
-  const channel = { rev: o, session, stream, streamId };
-  // One task at a time, in order: a status notification goes out before the requests it announces.
-  let taskUpdates = Promise.resolve();
-  const onTask = (read: () => Promise<TaskView[]>) => {
-    taskUpdates = taskUpdates
-      .then(async () => {
-        // Another principal's task, or one gone since: nothing to say.
-        const views = await read().catch(() => []);
-        for (const view of views) {
-          if (view.origin !== session.sessionId || stream.gone.signal.aborted) continue;
-          send('notifications/tasks/status', taskOf(view));
-          await deliverTaskInput(channel, view);
-        }
-      })
-      .catch(warn);
-  };
-  if (hasTasks) {
-    onTask(async () => {
-      const filter = { origin: session.sessionId, status: 'input_required' as const };
-      const { tasks } = await o.tasks.list(session.principal, filter);
-      // A page lists tasks without their input requests: each is read whole.
-      return Promise.all(tasks.map((t) => o.tasks.get(t.taskId, session.principal)));
-    });
-  }
-  const offs = [
-    release,
-    o.feed?.on(CHANNELS.list, (kind) => send(`notifications/${kind}/list_changed`)) ?? (() => {}),
-    // The session's tasks as the process's one read of each change found them: no read of its own.
-    hasTasks
-      ? o.taskChanges.watchOrigin(session.sessionId, session.principal, (view) => onTask(async () => [view]))
-      : () => {},
-    () => void o.sessions.releaseDeliveries(streamId).catch(warn),
-    o.feed?.on(CHANNELS.resource, (uri) => {
-      void o.sessions
-        .isSubscribed(session.sessionId, uri)
-        .then((yes) => yes && send('notifications/resources/updated', { uri }))
-        .catch(() => {});
-    }) ?? (() => {}),
-  ];
-  lifetime(o, session, stream, offs);
   return new Response(stream.body, {
     status: 200,
     headers: { ...SSE_HEADERS, 'Mcp-Session-Id': session.sessionId },

@@ -9,6 +9,7 @@ import type { ChangeFeed } from '../events/change-feed.ts';
 import type { Logger } from '../log.ts';
 import type { Dispatcher } from '../protocol/dispatch.ts';
 import type { TaskChanges } from '../tasks/changes.ts';
+import type { TaskEventReader } from '../tasks/event-follower.ts';
 import type { TaskService } from '../tasks/service.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { SessionService } from './sessions/service.ts';
@@ -21,6 +22,8 @@ export interface Rev2025Options {
   tasks: TaskService;
   /** The process's one reader of changed tasks (GET streams and tasks/result waits watch it). */
   taskChanges: TaskChanges;
+  /** The process's reader of task events (one shared read per batch of appends): GET and tasks/result streams carry them. */
+  taskEvents: TaskEventReader;
   tools: ToolRegistry;
   serverInfo: Implementation;
   serves: { resources: boolean; prompts: boolean };

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { SessionService } from './sessions/service.ts';
+import { StreamOrder } from './stream-order.ts';
 
 export { SSE_HEADERS } from '../core/sse.ts';
 
@@ -28,6 +29,14 @@ export class SessionStream {
   #closed = false;
   #opening: Promise<void> | undefined;
   #markOpened: () => void = () => {};
+  /** What the stream sends, in order and logged in batches. */
+  readonly #order = new StreamOrder({
+    append: async (messages) => {
+      await this.open();
+      return this.#sessions.appendEvents(this.#sessionId, this.streamId, messages);
+    },
+    write: (eventId, message) => this.writeEvent(eventId, message),
+  });
 
   constructor(
     sessions: SessionService,
@@ -57,9 +66,12 @@ export class SessionStream {
     }));
   }
 
-  /** The stream's id in the session's log (a new stream gets one when it first needs it). */
+  /**
+   * The stream's id in the session's log (a new stream gets one when it first needs it). A POST's
+   * stream's id starts with `post-`, a GET stream's with `get-` (see get.ts).
+   */
   get streamId(): string {
-    return (this.#streamId ??= randomBytes(12).toString('base64url'));
+    return (this.#streamId ??= `post-${randomBytes(12).toString('base64url')}`);
   }
 
   /** Whether the stream has opened: from then on it is the response. */
@@ -77,11 +89,22 @@ export class SessionStream {
     return this.#opening;
   }
 
-  /** Logs, then writes, one JSON-RPC message (opening the stream first). */
-  async send(message: object): Promise<void> {
-    await this.open();
-    const id = await this.#sessions.appendEvent(this.#sessionId, this.streamId, message);
-    this.writeEvent(id, message);
+  /**
+   * Logs, then writes, one JSON-RPC message (opening the stream first), after what was sent before it
+   * (see StreamOrder: `group` ties a task's events together).
+   */
+  send(message: object, group?: object): Promise<void> {
+    return this.#order.send(message, group);
+  }
+
+  /** Runs `fn` once what is queued on the stream before it is done (a replay before live events). */
+  inOrder<T>(fn: () => Promise<T>): Promise<T> {
+    return this.#order.run(fn);
+  }
+
+  /** How many messages wait to be logged and written. */
+  get pending(): number {
+    return this.#order.pending;
   }
 
   /** Writes an event already in the log (a replay). */
@@ -104,7 +127,7 @@ export class SessionStream {
   }
 
   async #prime(): Promise<void> {
-    const id = await this.#sessions.appendEvent(this.#sessionId, this.streamId, null);
+    const [id] = await this.#sessions.appendEvents(this.#sessionId, this.streamId, [null]);
     this.#write(`id: ${id}\nretry: ${this.#retryMs}\ndata: \n\n`);
   }
 

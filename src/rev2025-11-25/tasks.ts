@@ -4,11 +4,13 @@ import { ProtocolError, ProtocolErrorCode } from '../core/errors.ts';
 import type { PerPrincipalCap } from '../core/per-principal-cap.ts';
 import { ListParamsSchema, TaskIdParamsSchema, type JsonObject } from '../core/wire.ts';
 import { wellFormedTaskId } from '../tasks/ids.ts';
+import { latestEventSeq } from '../tasks/store/events.ts';
 import { toWireTask, type TaskView } from '../tasks/store/view.ts';
 import { cancelTaskNow } from './cancel.ts';
 import type { Rev2025Options } from './options.ts';
 import type { SessionRequest } from './request.ts';
 import { rev2025Task, toRev2025Result } from './shapes.ts';
+import { forwardTaskEvents, startOf, type EventChannel } from './task-events.ts';
 import { deliverTaskInput, RELATED_TASK } from './task-input.ts';
 import { countQuotaRefusal } from './wire.ts';
 
@@ -52,7 +54,8 @@ export async function tasksCancel({ rev, session, params }: SessionRequest): Pro
  * change by the process's reader of changes (a poll at the task's interval is the backstop), then returns exactly what the call
  * would have returned, with the related-task `_meta`. While the task waits for input, its requests that
  * no other stream of the session sent go to the client on this one (see task-input.ts); their answers
- * resume the task, and this wait sees it change.
+ * resume the task, and this wait sees it change. On an SSE response, the task's events that no stream of
+ * the session logged yet go first, in order, its final status last, then the result (task-events.ts).
  */
 export async function tasksResult(req: SessionRequest, signal: AbortSignal): Promise<JsonObject> {
   const { rev, session, params, stream } = req;
@@ -72,11 +75,25 @@ export async function tasksResult(req: SessionRequest, signal: AbortSignal): Pro
   const onAbort = () => wake?.();
   signal.addEventListener('abort', onAbort, { once: true });
   const streamId = `result-${randomBytes(9).toString('base64url')}`;
+  const stopEvents = new AbortController();
   try {
+    // (tasks/get's check: an unknown task, or another principal's, is not found.)
+    const first = await rev.tasks.get(taskId, session.principal);
+    const events =
+      stream === undefined
+        ? undefined
+        : resultEvents({ rev, session, stream }, first, AbortSignal.any([signal, stopEvents.signal]));
+    // (Awaited below; a failure before then must not go unhandled.)
+    events?.catch(() => {});
+    changed ??= first;
     for (;;) {
       const view = changed ?? (await rev.tasks.get(taskId, session.principal));
       changed = undefined;
-      if (TERMINAL.has(view.status)) return finalOf(view, related);
+      if (TERMINAL.has(view.status)) {
+        await events;
+        if (signal.aborted) throw new ProtocolError(ProtocolErrorCode.InternalError, 'Request cancelled');
+        return finalOf(view, related);
+      }
       if (view.status === 'input_required' && view.inputRequests !== null) {
         if (stream === undefined) {
           throw new ProtocolError(
@@ -92,18 +109,35 @@ export async function tasksResult(req: SessionRequest, signal: AbortSignal): Pro
         await Promise.race([
           sleep(backstopOf(rev, view), undefined, { signal: timer.signal }).catch(() => {}),
           new Promise<void>((resolve) => (wake = resolve)),
+          // (Events that failed to go out fail the wait at once.)
+          events?.then(() => new Promise<void>(() => {})),
         ]);
         timer.abort();
         wake = undefined;
       }
     }
   } finally {
+    stopEvents.abort();
     off();
     offResync();
     release();
     signal.removeEventListener('abort', onAbort);
     await rev.sessions.releaseDeliveries(streamId).catch(() => {});
   }
+}
+
+/**
+ * The task's events on a tasks/result stream: those after the last one any stream of the session
+ * logged (a GET stream that carried them all leaves none: a tasks/result called at the end then costs
+ * no event), live until the final status. Resolves once it went out; rejects when an event could not
+ * be sent (the wait fails: the client calls again, and the new stream starts from the log).
+ */
+async function resultEvents(to: EventChannel, view: TaskView, signal: AbortSignal): Promise<void> {
+  const { rev, session, stream } = to;
+  const logged = await rev.sessions.loggedTaskEvents(session.sessionId, stream.streamId, view.taskId);
+  const after = startOf(logged.get(view.taskId));
+  if (TERMINAL.has(view.status) && (view.eventSeq === 0 || after >= latestEventSeq(view))) return;
+  await forwardTaskEvents(to, view.taskId, after, signal);
 }
 
 /** How long a wait sleeps between reads of its own: the feed's changes wake it sooner. */

@@ -1,4 +1,8 @@
-import { initializeRequest, rev2025Headers, readReply } from './mcp.ts';
+import { afterAll, beforeAll } from 'vitest';
+import type { ServerProcess } from '../../src/process/start.ts';
+import { createTestDatabase, type TestDatabase } from './db.ts';
+import { initializeRequest, rev2025Headers, readReply, type RpcReply } from './mcp.ts';
+import { startTestProcess } from './server-process.ts';
 import { readSse, type SseStream } from './sse.ts';
 
 /**
@@ -52,4 +56,46 @@ export async function openSessionGet(
   if (response.status !== 200)
     throw new Error(`GET failed: HTTP ${response.status} ${await response.text()}`);
   return { ...readSse(response, abort), response };
+}
+
+/** POSTs one JSON-RPC message of a session (JSON or SSE accepted) and reads the whole reply. */
+export async function postInSession(url: string, sessionId: string, message: object): Promise<RpcReply> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: rev2025Headers({ sessionId }),
+    body: JSON.stringify({ jsonrpc: '2.0', ...message }),
+  });
+  return readReply(res);
+}
+
+export interface TwoInstances {
+  /** Serves HTTP and runs the workers. */
+  readonly a: ServerProcess & { url: string };
+  /** Serves HTTP only: a session's requests and streams on either instance. */
+  readonly b: ServerProcess & { url: string };
+}
+
+/** A file's two instances on its own database, started before its tests and stopped after them. */
+export function useTwoInstances(): TwoInstances {
+  let tdb: TestDatabase | undefined;
+  let a: (ServerProcess & { url: string }) | undefined;
+  let b: (ServerProcess & { url: string }) | undefined;
+  beforeAll(async () => {
+    tdb = await createTestDatabase();
+    a = await startTestProcess({ databaseUrl: tdb.url });
+    b = await startTestProcess({ databaseUrl: tdb.url, role: 'server' });
+  });
+  afterAll(async () => {
+    await b?.stop();
+    await a?.stop();
+    await tdb?.drop();
+  });
+  return {
+    get a() {
+      return a!;
+    },
+    get b() {
+      return b!;
+    },
+  };
 }

@@ -22,6 +22,28 @@ export async function claimDeliveries(
   return rows.map((r) => r.key);
 }
 
+/**
+ * A resumed stream holds the claims of the input requests it logged before (the client got them then,
+ * or gets them in the replay): it does not send them again, whoever else claimed them meanwhile.
+ */
+export async function holdDeliveries(
+  db: Kysely<Database>,
+  sessionId: string,
+  claims: ReadonlyArray<{ taskId: string; key: string }>,
+  streamId: string,
+): Promise<void> {
+  if (claims.length === 0) return;
+  await db
+    .insertInto('mcp_session_input_deliveries')
+    .values(
+      claims.map((c) => ({ session_id: sessionId, task_id: c.taskId, key: c.key, stream_id: streamId })),
+    )
+    .onConflict((oc) =>
+      oc.columns(['session_id', 'task_id', 'key']).doUpdateSet({ stream_id: streamId, sent_at: sql`now()` }),
+    )
+    .execute();
+}
+
 /** A stream ended: what it sent and was not answered may go out again on the session's next stream. */
 export async function releaseDeliveries(db: Kysely<Database>, streamId: string): Promise<void> {
   await db.deleteFrom('mcp_session_input_deliveries').where('stream_id', '=', streamId).execute();

@@ -6,8 +6,18 @@ import type { Database } from '../../db/database.ts';
 import type { ChangeFeed } from '../../events/change-feed.ts';
 import { SESSION_CHANNELS } from '../channels.ts';
 import { SessionCache } from './cache.ts';
-import { claimDeliveries, releaseDeliveries } from './deliveries.ts';
-import { appendEvent, eventsAfter, streamOf, type StreamEvent } from './events.ts';
+import { claimDeliveries, holdDeliveries, releaseDeliveries } from './deliveries.ts';
+import {
+  appendEvents,
+  eventsAfter,
+  loggedInputRequestIds,
+  loggedTaskEvents,
+  streamOf,
+  takeStream,
+  taskEventsUpTo,
+  type LoggedTaskEvents,
+  type StreamEvent,
+} from './events.ts';
 import { expectResponses, forgetResponses, recordResponse, takeResponses } from './responses.ts';
 import {
   createSession,
@@ -146,14 +156,34 @@ export class SessionService {
   isSubscribed(sessionId: string, uri: string): Promise<boolean> {
     return isSubscribed(this.#db, sessionId, uri);
   }
-  appendEvent(sessionId: string, streamId: string, message: unknown): Promise<string> {
-    return appendEvent(this.#db, sessionId, streamId, message);
+  /** See appendEvents. */
+  appendEvents(sessionId: string, streamId: string, messages: readonly unknown[]): Promise<string[]> {
+    return appendEvents(this.#db, sessionId, streamId, messages);
   }
   streamOf(sessionId: string, eventId: string): Promise<string | undefined> {
     return streamOf(this.#db, sessionId, eventId);
   }
   eventsAfter(sessionId: string, streamId: string, afterEventId: string): Promise<StreamEvent[]> {
     return eventsAfter(this.#db, sessionId, streamId, afterEventId);
+  }
+  /** See loggedTaskEvents. */
+  loggedTaskEvents(
+    sessionId: string,
+    streamId: string,
+    taskId?: string,
+  ): Promise<Map<string, LoggedTaskEvents>> {
+    return loggedTaskEvents(this.#db, sessionId, streamId, taskId);
+  }
+  /** See taskEventsUpTo. */
+  taskEventsUpTo(sessionId: string, streamId: string, eventId: string): Promise<Map<string, number>> {
+    return taskEventsUpTo(this.#db, sessionId, streamId, eventId);
+  }
+  loggedInputRequestIds(sessionId: string, streamId: string, prefix: string): Promise<string[]> {
+    return loggedInputRequestIds(this.#db, sessionId, streamId, prefix);
+  }
+  /** See takeStream. */
+  takeStream(sessionId: string, streamId: string, producer: string): Promise<void> {
+    return takeStream(this.#db, sessionId, streamId, producer);
   }
   /** notifications/cancelled: tells whichever instance runs the request to stop it. */
   async cancelRequest(sessionId: string, requestId: string): Promise<void> {
@@ -173,6 +203,13 @@ export class SessionService {
   }
   claimDeliveries(sessionId: string, taskId: string, keys: readonly string[], streamId: string) {
     return claimDeliveries(this.#db, sessionId, taskId, keys, streamId);
+  }
+  holdDeliveries(
+    sessionId: string,
+    claims: ReadonlyArray<{ taskId: string; key: string }>,
+    streamId: string,
+  ) {
+    return holdDeliveries(this.#db, sessionId, claims, streamId);
   }
   releaseDeliveries(streamId: string): Promise<void> {
     return releaseDeliveries(this.#db, streamId);
