@@ -21,7 +21,7 @@ import {
   type IndependentTasksServer,
 } from '../helpers/independent-tasks-server.ts';
 import { postMcp } from '../helpers/mcp.ts';
-import { useTestServer } from '../helpers/server-process.ts';
+import { startTestProcess, useTestServer } from '../helpers/server-process.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -91,6 +91,35 @@ describe('TasksClient.events against our server', () => {
       expect(rowsOf(events)).toEqual(matching);
       expect(events.at(-1)?.type).toBe('dev.durable-mcp-tasks/status');
     } finally {
+      await proxy.close();
+    }
+  });
+
+  it('goes on through another instance when the one it reads from shuts down mid-stream', async () => {
+    // An HTTP-only instance on the same database, behind the proxy: the task runs on the file's own workers.
+    const doomed = await startTestProcess({ databaseUrl: server.tdb.url, role: 'server' });
+    const proxy = await startTcpProxy(doomed.url);
+    let stopping: Promise<void> | undefined;
+    try {
+      const client = new TasksClient({ url: proxy.url });
+      const { taskId } = await server.mcp.callTool('scan_rows', scan);
+      const reconnects: string[] = [];
+      const events = await readAll(
+        client.events(taskId, { onReconnect: (reason) => reconnects.push(reason.message) }),
+        (_, i) => {
+          if (i !== 10) return;
+          // New connections go to the other instance; the one streaming shuts down (its stream ends).
+          proxy.retarget(server.rt.url);
+          stopping = doomed.stop();
+        },
+      );
+      // Ended without a result, as a server shutting down ends a task event stream.
+      expect(reconnects[0]).toMatch(/ended the stream without a result$/);
+      expectContiguous(events, 1);
+      expect(rowsOf(events)).toEqual(matching);
+      expect(events.at(-1)?.type).toBe('dev.durable-mcp-tasks/status');
+    } finally {
+      await (stopping ?? doomed.stop());
       await proxy.close();
     }
   });

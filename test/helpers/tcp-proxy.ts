@@ -8,12 +8,14 @@ export interface TcpProxy {
   url: string;
   /** Destroys every open connection (both sides); returns how many there were. */
   cut(): number;
+  /** Sends new connections to the host and port of `url` (open ones stay where they are). */
+  retarget(url: string): void;
   close(): Promise<void>;
 }
 
 /** Listens on 127.0.0.1 and forwards each connection to the host and port of `url`. */
 export async function startTcpProxy(url: string): Promise<TcpProxy> {
-  const target = new URL(url);
+  let target = new URL(url);
   const pairs = new Set<[Socket, Socket]>();
   const server = createServer((client) => {
     const upstream = connect(Number(target.port), target.hostname);
@@ -44,6 +46,9 @@ export async function startTcpProxy(url: string): Promise<TcpProxy> {
   return {
     url: proxied.toString(),
     cut,
+    retarget(to) {
+      target = new URL(to);
+    },
     async close() {
       cut();
       await new Promise<void>((resolve) => server.close(() => resolve()));
