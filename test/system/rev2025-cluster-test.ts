@@ -90,6 +90,7 @@ try {
         approved_export: 'required',
         checksum_shards: 'required',
         export_csv: 'required',
+        scan_rows: 'required',
       },
       'taskSupport',
     );
