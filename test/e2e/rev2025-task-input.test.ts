@@ -3,31 +3,16 @@ import { createTaskSessionFromClient, resultFromTaskOutcome } from '@modelcontex
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateTaskResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ServerProcess } from '../../src/process/start.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { initializeRequest, rev2025Headers, readReply } from '../helpers/mcp.ts';
-import { startTestProcess } from '../helpers/server-process.ts';
+import { describe, expect, it } from 'vitest';
+import { initializeRequest, rev2025Headers } from '../helpers/mcp.ts';
+import { postInSession, useTwoInstances } from '../helpers/rev2025-session.ts';
 import { readSse, type SseStream } from '../helpers/sse.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 // A 2025-11-25 task waiting for input, with a client that polls tasks/get and calls tasks/result only at
 // a terminal status (the Inspector, ext-tasks): its input requests reach the client on the session's GET
 // stream, each once, and the answer (a POST to any instance) resumes the task.
-let tdb: TestDatabase;
-let a: ServerProcess & { url: string };
-let b: ServerProcess & { url: string };
-
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  a = await startTestProcess({ databaseUrl: tdb.url });
-  b = await startTestProcess({ databaseUrl: tdb.url, role: 'server' });
-});
-afterAll(async () => {
-  await b?.stop();
-  await a?.stop();
-  await tdb?.drop();
-});
+const two = useTwoInstances();
 
 /** A raw 2025-11-25 session on `url` that can answer elicitation; returns its id. */
 async function openSession(url: string): Promise<string> {
@@ -43,16 +28,6 @@ async function openSession(url: string): Promise<string> {
   });
   await res.text();
   return res.headers.get('mcp-session-id')!;
-}
-
-/** POSTs one JSON-RPC message of the session; returns the parsed reply. */
-async function post(url: string, sessionId: string, message: object) {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: rev2025Headers({ sessionId }),
-    body: JSON.stringify({ jsonrpc: '2.0', ...message }),
-  });
-  return readReply(res);
 }
 
 /** The session's GET stream on `url`. */
@@ -76,7 +51,7 @@ async function nextRequest(stream: SseStream): Promise<Record<string, any>> {
 
 /** Starts confirm_action as a 2025-11-25 task in the session; returns its id. */
 async function startConfirm(url: string, sessionId: string, action: string): Promise<string> {
-  const reply = await post(url, sessionId, {
+  const reply = await postInSession(url, sessionId, {
     id: 1,
     method: 'tools/call',
     params: { name: 'confirm_action', arguments: { action }, task: { ttl: 60_000 } },
@@ -85,7 +60,7 @@ async function startConfirm(url: string, sessionId: string, action: string): Pro
 }
 
 async function statusOf(url: string, sessionId: string, taskId: string): Promise<string> {
-  const reply = await post(url, sessionId, { id: 2, method: 'tasks/get', params: { taskId } });
+  const reply = await postInSession(url, sessionId, { id: 2, method: 'tasks/get', params: { taskId } });
   return (reply.body.result as { status: string }).status;
 }
 
@@ -103,7 +78,7 @@ describe('2025-11-25 input requests on the session GET stream', () => {
       });
       return { action: 'accept', content: { confirm: true } };
     });
-    await client.connect(new StreamableHTTPClientTransport(new URL(a.url)));
+    await client.connect(new StreamableHTTPClientTransport(new URL(two.a.url)));
     try {
       await client.listTools();
       const created = await client.request(
@@ -130,10 +105,10 @@ describe('2025-11-25 input requests on the session GET stream', () => {
       { name: 'ext-tasks-v1', version: '1.0.0' },
       { capabilities: { elicitation: {} } },
     );
-    await client.connect(new Transport2(new URL(a.url)));
+    await client.connect(new Transport2(new URL(two.a.url)));
     const asked: unknown[] = [];
     const session = createTaskSessionFromClient(client, {
-      endpointId: a.url,
+      endpointId: two.a.url,
       onInputRequest: async (request) => {
         asked.push(request.params);
         return { action: 'accept', content: { confirm: true } } as never;
@@ -152,22 +127,22 @@ describe('2025-11-25 input requests on the session GET stream', () => {
   });
 
   it('each request goes out once across two GET streams; the answer, POSTed to the other instance, resumes the task', async () => {
-    const sessionId = await openSession(a.url);
-    const first = await getStream(a.url, sessionId);
-    const second = await getStream(b.url, sessionId);
+    const sessionId = await openSession(two.a.url);
+    const first = await getStream(two.a.url, sessionId);
+    const second = await getStream(two.b.url, sessionId);
     try {
-      const taskId = await startConfirm(a.url, sessionId, 'migrate');
+      const taskId = await startConfirm(two.a.url, sessionId, 'migrate');
       await waitFor(() => first.messages.length + second.messages.length >= 2 || undefined);
       const requests = () =>
         [...first.messages, ...second.messages].filter((m) => m.method === 'elicitation/create');
       const [request] = await waitFor(() => (requests().length > 0 ? requests() : undefined));
       expect(request!.params._meta['io.modelcontextprotocol/related-task']).toEqual({ taskId });
-      await post(b.url, sessionId, {
+      await postInSession(two.b.url, sessionId, {
         id: request!.id,
         result: { action: 'accept', content: { confirm: true } },
       });
       await waitFor(async () =>
-        (await statusOf(a.url, sessionId, taskId)) === 'completed' ? true : undefined,
+        (await statusOf(two.a.url, sessionId, taskId)) === 'completed' ? true : undefined,
       );
       expect(requests()).toHaveLength(1);
     } finally {
@@ -177,18 +152,18 @@ describe('2025-11-25 input requests on the session GET stream', () => {
   });
 
   it('a task waiting when the GET stream opens is asked on it; a stream that closed unanswered hands it to the next', async () => {
-    const sessionId = await openSession(b.url);
-    const taskId = await startConfirm(b.url, sessionId, 'rollback');
+    const sessionId = await openSession(two.b.url);
+    const taskId = await startConfirm(two.b.url, sessionId, 'rollback');
     await waitFor(async () =>
-      (await statusOf(b.url, sessionId, taskId)) === 'input_required' ? true : undefined,
+      (await statusOf(two.b.url, sessionId, taskId)) === 'input_required' ? true : undefined,
     );
-    const lost = await getStream(a.url, sessionId);
+    const lost = await getStream(two.a.url, sessionId);
     const unanswered = await nextRequest(lost);
     expect(unanswered.method).toBe('elicitation/create');
     lost.close();
     await lost.ended;
     const again = await waitFor(async () => {
-      const stream = await getStream(b.url, sessionId);
+      const stream = await getStream(two.b.url, sessionId);
       try {
         return await nextRequest(stream).finally(() => stream.close());
       } catch {
@@ -196,24 +171,31 @@ describe('2025-11-25 input requests on the session GET stream', () => {
       }
     });
     expect(again.method).toBe('elicitation/create');
-    await post(a.url, sessionId, { id: again.id, result: { action: 'accept', content: { confirm: false } } });
+    await postInSession(two.a.url, sessionId, {
+      id: again.id,
+      result: { action: 'accept', content: { confirm: false } },
+    });
     await waitFor(async () =>
-      (await statusOf(b.url, sessionId, taskId)) === 'completed' ? true : undefined,
+      (await statusOf(two.b.url, sessionId, taskId)) === 'completed' ? true : undefined,
     );
   });
 
   it('an error answer leaves the request outstanding: tasks/get still shows it', async () => {
-    const sessionId = await openSession(a.url);
-    const stream = await getStream(a.url, sessionId);
+    const sessionId = await openSession(two.a.url);
+    const stream = await getStream(two.a.url, sessionId);
     try {
-      const taskId = await startConfirm(a.url, sessionId, 'drop');
+      const taskId = await startConfirm(two.a.url, sessionId, 'drop');
       const request = await nextRequest(stream);
-      const refused = await post(a.url, sessionId, {
+      const refused = await postInSession(two.a.url, sessionId, {
         id: request.id,
         error: { code: -32601, message: 'no' },
       });
       expect(refused.status).toBe(202);
-      const reply = await post(a.url, sessionId, { id: 3, method: 'tasks/get', params: { taskId } });
+      const reply = await postInSession(two.a.url, sessionId, {
+        id: 3,
+        method: 'tasks/get',
+        params: { taskId },
+      });
       expect(reply.body.result).toMatchObject({ status: 'input_required' });
     } finally {
       stream.close();
