@@ -6,7 +6,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   FileTaskStore,
   TaskEventsGoneError,
@@ -16,10 +16,7 @@ import {
 } from '../../src/client/index.ts';
 import { deleteOldEvents } from '../../src/tasks/store/events.ts';
 import { SCAN_ROW_EVENT, scanValue } from '../../src/tools/shipped/scan-rows.ts';
-import {
-  startIndependentTasksServer,
-  type IndependentTasksServer,
-} from '../helpers/independent-tasks-server.ts';
+import { useIndependentTasksServer } from '../helpers/independent-tasks-server.ts';
 import { postMcp } from '../helpers/mcp.ts';
 import { startTestProcess, useTestServer } from '../helpers/server-process.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
@@ -160,16 +157,8 @@ describe('TasksClient.events against our server', () => {
 });
 
 describe('TasksClient.events against the independent server', () => {
-  let server: IndependentTasksServer;
-  let keepsThree: IndependentTasksServer;
-  beforeAll(async () => {
-    server = await startIndependentTasksServer();
-    keepsThree = await startIndependentTasksServer({ keepEvents: 3 });
-  });
-  afterAll(async () => {
-    await server?.close();
-    await keepsThree?.close();
-  });
+  const server = useIndependentTasksServer();
+  const keepsThree = useIndependentTasksServer({ keepEvents: 3 });
 
   const slowCount = async (url: string, steps: number): Promise<string> => {
     const created = await postMcp(url, 'tools/call', { name: 'slow_count', arguments: { steps } });

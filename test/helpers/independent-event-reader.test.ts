@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readDraftTaskStream } from './independent-event-reader.ts';
-import { startIndependentTasksServer, type IndependentTasksServer } from './independent-tasks-server.ts';
+import { useIndependentTasksServer } from './independent-tasks-server.ts';
 import { postMcp } from './mcp.ts';
 import { waitFor } from './wait.ts';
 
@@ -63,16 +63,8 @@ describe('the draft-only event reader', () => {
 });
 
 describe('the independent tasks server, read by the draft-only reader', () => {
-  let server: IndependentTasksServer;
-  let keepsTwo: IndependentTasksServer;
-  beforeAll(async () => {
-    server = await startIndependentTasksServer();
-    keepsTwo = await startIndependentTasksServer({ keepEvents: 2 });
-  });
-  afterAll(async () => {
-    await server?.close();
-    await keepsTwo?.close();
-  });
+  const server = useIndependentTasksServer();
+  const keepsTwo = useIndependentTasksServer({ keepEvents: 2 });
 
   const slowCount = async (url: string, steps: number) => {
     const created = await postMcp(url, 'tools/call', { name: 'slow_count', arguments: { steps } });

@@ -39,6 +39,7 @@ import {
   type McpHttpHandler,
   type ServerContext,
 } from '@modelcontextprotocol/server';
+import { afterAll, beforeAll } from 'vitest';
 import { z } from 'zod';
 
 const TASKS_EXT = 'io.modelcontextprotocol/tasks';
@@ -546,5 +547,27 @@ export async function startIndependentTasksServer(
       }
       return open.length;
     },
+  };
+}
+
+/** The usual setup: an independent server for the test file's tests, closed after them. */
+export function useIndependentTasksServer(opts: IndependentServerOptions = {}): IndependentTasksServer {
+  let server: IndependentTasksServer | undefined;
+  beforeAll(async () => {
+    server = await startIndependentTasksServer(opts);
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+  const started = () => {
+    if (server === undefined) throw new Error('the independent server starts before the file’s tests');
+    return server;
+  };
+  return {
+    get url() {
+      return started().url;
+    },
+    close: () => started().close(),
+    cutStreams: (how) => started().cutStreams(how),
   };
 }
