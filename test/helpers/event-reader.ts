@@ -44,6 +44,9 @@ export interface Connection {
   events: number;
   end: ConnectionEnd;
   detail?: string;
+  /** When it was opened and when it ended (ms since the epoch). */
+  startedAt: number;
+  endedAt: number;
 }
 
 export interface FollowOptions {
@@ -116,8 +119,9 @@ export async function followTaskEvents(opts: FollowOptions): Promise<FollowResul
         `tasks/stream ${opts.taskId}: no end within ${opts.timeoutMs ?? 120_000} ms (cursor ${cursor}, ${result.connections.length} connections)`,
       );
     }
+    const startedAt = Date.now();
     const connection = await connect(opts, result, urls[urlIndex % urls.length]!, cursor, deadline);
-    result.connections.push(connection);
+    result.connections.push({ ...connection, startedAt, endedAt: Date.now() });
     cursor = result.last?.seq ?? cursor;
     if (connection.end === 'complete') return result;
     if (connection.end === 'left') {
@@ -137,8 +141,8 @@ async function connect(
   url: string,
   after: number | undefined,
   deadline: number,
-): Promise<Connection> {
-  const connection: Connection = { url, after, events: 0, end: 'failed' };
+): Promise<Omit<Connection, 'startedAt' | 'endedAt'>> {
+  const connection: Omit<Connection, 'startedAt' | 'endedAt'> = { url, after, events: 0, end: 'failed' };
   let stream: Awaited<ReturnType<typeof streamTaskEvents>>;
   try {
     stream = await streamTaskEvents(url, opts.taskId, after, opts.headers ? { headers: opts.headers } : {});
