@@ -1,10 +1,8 @@
 // Task events are their task's principal's alone: with bearer tokens (AUTH_MODE=bearer), a principal
 // asking tasks/stream for another's task gets exactly what tasks/get gives it (as for a task that does not
 // exist), while the task runs and after it ended, whatever the cursor; the owner reads every event.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { hashToken } from '../../src/http/auth/static-tokens.ts';
-import type { ServerProcess } from '../../src/process/start.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import {
   expectedScanEvents,
   followTaskEvents,
@@ -12,43 +10,33 @@ import {
   StreamRefusedError,
   type ScanArgs,
 } from '../helpers/event-reader.ts';
-import { RawMcp } from '../helpers/mcp.ts';
-import { startTestProcess } from '../helpers/server-process.ts';
+import { useTestServer } from '../helpers/server-process.ts';
 
 const PRINCIPALS = ['alice', 'bob'] as const;
 type Principal = (typeof PRINCIPALS)[number];
 const token = (p: Principal) => `${p}-token`;
 const as = (p: Principal) => ({ headers: { authorization: `Bearer ${token(p)}` } });
 
-let tdb: TestDatabase;
-let rt: ServerProcess & { url: string };
-let mcp: RawMcp;
-
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  rt = await startTestProcess({
-    databaseUrl: tdb.url,
-    env: {
-      AUTH_MODE: 'bearer',
-      AUTH_TOKENS: PRINCIPALS.map((p) => `${p}=${hashToken(token(p))}`).join(','),
-    },
-  });
-  mcp = new RawMcp(rt.url);
-});
-afterAll(async () => {
-  await rt?.stop();
-  await tdb?.drop();
+const server = useTestServer({
+  env: {
+    AUTH_MODE: 'bearer',
+    AUTH_TOKENS: PRINCIPALS.map((p) => `${p}=${hashToken(token(p))}`).join(','),
+  },
 });
 
 /** A scan_rows task of `owner`: its id and the events it writes. */
 async function scanOf(owner: Principal, args: ScanArgs) {
-  const { taskId } = await mcp.result('tools/call', { name: 'scan_rows', arguments: { ...args } }, as(owner));
+  const { taskId } = await server.mcp.result(
+    'tools/call',
+    { name: 'scan_rows', arguments: { ...args } },
+    as(owner),
+  );
   return { taskId: taskId as string, expected: expectedScanEvents(args) };
 }
 
 /** The error, without its JSON-RPC id, and its HTTP status. */
 const refusal = async (method: string, params: Record<string, unknown>, p: Principal) => {
-  const { id: _id, ...error } = await mcp.error(method, params, as(p));
+  const { id: _id, ...error } = await server.mcp.error(method, params, as(p));
   return error;
 };
 
@@ -60,7 +48,7 @@ async function expectRefusedAsGet(taskId: string, attacker: Principal) {
     expect(await refusal('tasks/stream', params, attacker), `after ${after}`).toEqual(viaGet);
   }
   // The resuming reader stops there too: nothing to retry.
-  const read = followTaskEvents({ url: rt.url, taskId, headers: as(attacker).headers, after: 0 });
+  const read = followTaskEvents({ url: server.rt.url, taskId, headers: as(attacker).headers, after: 0 });
   await expect(read).rejects.toBeInstanceOf(StreamRefusedError);
   await expect(read).rejects.toMatchObject({ error: { code: viaGet.code, message: viaGet.message } });
   return viaGet;
@@ -71,14 +59,14 @@ describe('task events and principals (AUTH_MODE=bearer)', () => {
     const alice = await scanOf('alice', { rows: 3_000, batchSize: 100, batchMs: 30, threshold: 500 });
     const bob = await scanOf('bob', { rows: 500, batchSize: 50, threshold: 300 });
     const aliceReads = followTaskEvents({
-      url: rt.url,
+      url: server.rt.url,
       taskId: alice.taskId,
       headers: as('alice').headers,
       expected: alice.expected,
     });
 
     // While Alice's task runs (and Alice streams it), Bob gets nothing of it, and Alice nothing of Bob's.
-    const running = await mcp.result('tasks/get', { taskId: alice.taskId }, as('alice'));
+    const running = await server.mcp.result('tasks/get', { taskId: alice.taskId }, as('alice'));
     expect(running.status).toBe('working');
     const refused = await expectRefusedAsGet(alice.taskId, 'bob');
     await expectRefusedAsGet(bob.taskId, 'alice');
@@ -98,14 +86,19 @@ describe('task events and principals (AUTH_MODE=bearer)', () => {
       ['alice', alice],
       ['bob', bob],
     ] as const) {
-      const read = await followTaskEvents({ url: rt.url, taskId, headers: as(owner).headers, expected });
+      const read = await followTaskEvents({
+        url: server.rt.url,
+        taskId,
+        headers: as(owner).headers,
+        expected,
+      });
       expect(streamProblems(read, { expected })).toBeUndefined();
     }
   });
 
   it('without a token, tasks/stream is refused before anything is read', async () => {
     const { taskId } = await scanOf('alice', { rows: 10 });
-    const res = await fetch(rt.url, {
+    const res = await fetch(server.rt.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/stream', params: { taskId } }),
