@@ -84,7 +84,13 @@ export function createAttemptBackend(opts: AttemptBackendOptions): AttemptBacken
   const { db, task, signal } = opts;
   const replayOnly = opts.mapItem !== undefined;
   const status = replayOnly ? silentStatus() : throttledStatus(opts);
-  const { step, patched, recorded, upcomingPosition } = stepRunnerOf(opts, status, replayOnly);
+  // (The step runner writes a step's events before its checkpoint: the writer is made next.)
+  const flushEvents = () => events.flush();
+  const { step, patched, recorded, upcomingPosition } = stepRunnerOf(opts, {
+    status,
+    replayOnly,
+    flushEvents,
+  });
   const events = createEventWriter({
     db,
     task,
@@ -143,8 +149,18 @@ export function createAttemptBackend(opts: AttemptBackendOptions): AttemptBacken
   };
 }
 
-/** The attempt's step runner; a task that parks in a step writes its waiting status message first. */
-function stepRunnerOf(opts: AttemptBackendOptions, status: AttemptStatus, replayOnly: boolean) {
+/**
+ * The attempt's step runner; a task that parks in a step writes its waiting status message first, and a
+ * step's events are written before its checkpoint.
+ */
+function stepRunnerOf(
+  opts: AttemptBackendOptions,
+  {
+    status,
+    replayOnly,
+    flushEvents,
+  }: { status: AttemptStatus; replayOnly: boolean; flushEvents: () => Promise<void> },
+) {
   return createStepRunner({
     db: opts.db,
     task: opts.task,
@@ -156,6 +172,7 @@ function stepRunnerOf(opts: AttemptBackendOptions, status: AttemptStatus, replay
     maxSteps: opts.maxSteps,
     maxStepBytes: opts.maxStepBytes,
     flushStatus: status.flush,
+    flushEvents,
     replayOnly,
   });
 }

@@ -84,6 +84,11 @@ export interface StepRunnerOptions {
   maxSteps?: number | undefined;
   /** A step whose value is larger (as JSON) fails the task (MAX_STEP_BYTES); unlimited when undefined. */
   maxStepBytes?: number | undefined;
+  /**
+   * Writes the events emitted so far: before a step's checkpoint, for the events its function emitted
+   * (a replay past the checkpoint does not run the function again, so they could not be written later).
+   */
+  flushEvents?: (() => Promise<void>) | undefined;
   /** Writes the waiting status message before the task parks. */
   flushStatus: () => Promise<void>;
   /** A map item's leg: recorded steps replay, and any other step is a ReplayMissError (nothing runs). */
@@ -181,6 +186,7 @@ async function runStepOnce<T>(
       const body = (s: AbortSignal) => inStepBody(position, () => fn(s, { name, attempt }));
       const value = await callStep(name, body, timeoutMs, opts.signal);
       checkStepSize(name, value, opts.maxStepBytes);
+      await opts.flushEvents?.().catch(infra);
       return opts
         .saveStep({ taskId: task.taskId, attempt: task.attempt, name, value, position })
         .catch(infra);

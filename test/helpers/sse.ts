@@ -120,6 +120,7 @@ export function readSse(
     }
     wake();
   };
+  let finished = false;
   const ended = (async () => {
     const reader = res.body!.getReader();
     const decoder = new TextDecoder();
@@ -133,11 +134,11 @@ export function readSse(
     } catch {
       // aborted by close()
     } finally {
+      // (Marked ended before the waiters wake: a next() waiting now must see it, not wait out its timeout.)
+      finished = true;
       wake();
     }
   })();
-  let finished = false;
-  void ended.then(() => (finished = true));
   return {
     status: res.status,
     contentType: res.headers.get('content-type') ?? '',

@@ -149,49 +149,41 @@ describe('task events with processes killed', () => {
     await cluster.http[0]!.restart();
   }, 120_000);
 
-  // KNOWN BUG (reported, issue #34): a step's checkpoint is written without waiting for the events its body
-  // emitted (attempt-steps.ts saves it while they may still be queued in the worker's memory). A worker that
-  // dies between the two leaves the step recorded and its events never written: the next attempt replays the
-  // step from its checkpoint and does not run its body, so the stream has no gap in its seqs but misses those
-  // rows. `it.fails` until that is fixed: then this test passes, and the `.fails` must go.
-  it.fails(
-    'a step’s events outlive its checkpoint: a worker SIGKILLed while their append waits loses none',
-    async () => {
-      const args: ScanArgs = { rows: 3_000, batchSize: 100, batchMs: 20, threshold: 500 };
-      const expected = expectedScanEvents(args);
-      const { taskId } = await mcp.callTool('scan_rows', { ...args });
-      await waitFor(async () => (await eventSeq(taskId)) >= 200, { timeoutMs: 30_000, what: '200 events' });
-      // A slow append (here: the table locked against writes) while the handler goes on.
-      const locker = await cluster.database.connect();
-      try {
-        await locker.query('begin');
-        await locker.query('lock table task_events in share mode');
-        await waitFor(
-          async () =>
-            (
-              await locker.query(`select 1 from pg_stat_activity where datname = current_database()
+  // A step's checkpoint is written only after the events its body emitted (attempt-steps.ts): a worker that
+  // died between the two would leave the step recorded and its events never written (the next attempt
+  // replays the step from its checkpoint and does not run its body), and the stream would miss those rows.
+  it('a step’s events outlive its checkpoint: a worker SIGKILLed while their append waits loses none', async () => {
+    const args: ScanArgs = { rows: 3_000, batchSize: 100, batchMs: 20, threshold: 500 };
+    const expected = expectedScanEvents(args);
+    const { taskId } = await mcp.callTool('scan_rows', { ...args });
+    await waitFor(async () => (await eventSeq(taskId)) >= 200, { timeoutMs: 30_000, what: '200 events' });
+    // A slow append (here: the table locked against writes) while the handler goes on.
+    const locker = await cluster.database.connect();
+    try {
+      await locker.query('begin');
+      await locker.query('lock table task_events in share mode');
+      await waitFor(
+        async () =>
+          (
+            await locker.query(`select 1 from pg_stat_activity where datname = current_database()
                                  and wait_event_type = 'Lock' and query like '%insert into task_events%'`)
-            ).rowCount! > 0,
-          { timeoutMs: 10_000, what: 'an append of events waiting' },
-        );
-        // With the bug the handler goes on meanwhile and checkpoints the next steps; without it, it waits
-        // for its step's events (then this wait ends at its deadline, and the test goes on all the same).
-        const before = await stepsOf(taskId);
-        await waitFor(async () => (await stepsOf(taskId)) >= before + 2, { timeoutMs: 3_000 }).catch(
-          () => {},
-        );
-        await cluster.workers[0]!.kill('SIGKILL');
-        await locker.query('rollback');
-      } finally {
-        await locker.end();
-      }
-      await cluster.workers[0]!.restart();
-      const done = await mcp.waitForTask(taskId, undefined, 60_000);
-      expect(done.status).toBe('completed');
-      const read = await followTaskEvents({ url: urls, taskId, expected });
-      expect(streamProblems(read, { expected })).toBeUndefined();
-      await expectStoredExactly(taskId, expected);
-    },
-    120_000,
-  );
+          ).rowCount! > 0,
+        { timeoutMs: 10_000, what: 'an append of events waiting' },
+      );
+      // With the bug the handler goes on meanwhile and checkpoints the next steps; without it, it waits
+      // for its step's events (then this wait ends at its deadline, and the test goes on all the same).
+      const before = await stepsOf(taskId);
+      await waitFor(async () => (await stepsOf(taskId)) >= before + 2, { timeoutMs: 3_000 }).catch(() => {});
+      await cluster.workers[0]!.kill('SIGKILL');
+      await locker.query('rollback');
+    } finally {
+      await locker.end();
+    }
+    await cluster.workers[0]!.restart();
+    const done = await mcp.waitForTask(taskId, undefined, 60_000);
+    expect(done.status).toBe('completed');
+    const read = await followTaskEvents({ url: urls, taskId, expected });
+    expect(streamProblems(read, { expected })).toBeUndefined();
+    await expectStoredExactly(taskId, expected);
+  }, 120_000);
 });
