@@ -2,8 +2,8 @@
 // a time with the tasks extension declared, and percentiles printed in the one line format run.ts reads.
 import { postMcp, TASKS_EXT } from '../../test/helpers/mcp.ts';
 
-/** A client of `url`: each call is one request; its result, or a throw with its error. */
-export function rpcClient(url: string) {
+/** A client of `url` (sending `headers` too: a bearer token): each call is one request; its result, or a throw with its error. */
+export function rpcClient(url: string, headers: Record<string, string> = {}) {
   return async (
     method: string,
     params: Record<string, unknown>,
@@ -11,7 +11,7 @@ export function rpcClient(url: string) {
   ): Promise<Record<string, any>> => {
     const reply = await postMcp(url, method, params, {
       caps: { extensions: { [TASKS_EXT]: {} } },
-      ...(name === undefined ? {} : { headers: { 'mcp-name': name } }),
+      headers: name === undefined ? headers : { ...headers, 'mcp-name': name },
     });
     if (reply.body.result === undefined) throw new Error(JSON.stringify(reply.body.error));
     return reply.body.result as Record<string, any>;
