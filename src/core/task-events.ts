@@ -44,6 +44,38 @@ export function taskEventParams(taskId: string, event: WireTaskEvent): Record<st
   };
 }
 
+/**
+ * A message's JSON made once, for a message many streams send as it is (one event to every reader of a
+ * task): a transport that writes JSON uses it instead of serializing the message again per stream.
+ */
+export const SERIALIZED = Symbol('serialized');
+
+export interface Serialized {
+  readonly [SERIALIZED]?: string;
+}
+
+const notifications = new WeakMap<WireTaskEvent, Map<string, object>>();
+
+/**
+ * The `notifications/tasks/event` message of one event, made once per event object (its readers on an
+ * instance share the object the shared read gave them), with its JSON (see SERIALIZED).
+ */
+export function taskEventNotification(
+  taskId: string,
+  event: WireTaskEvent,
+): { method: string; params: Record<string, unknown> } & Serialized {
+  let byTask = notifications.get(event);
+  if (byTask === undefined) notifications.set(event, (byTask = new Map<string, object>()));
+  let message = byTask.get(taskId) as ReturnType<typeof taskEventNotification> | undefined;
+  if (message === undefined) {
+    const params = taskEventParams(taskId, event);
+    const json = JSON.stringify({ jsonrpc: '2.0', method: TASK_EVENT_NOTIFICATION, params });
+    message = { method: TASK_EVENT_NOTIFICATION, params, [SERIALIZED]: json };
+    byTask.set(taskId, message);
+  }
+  return message;
+}
+
 /** SEP-2694's code for events retention dropped. */
 export const EVENTS_GONE_CODE = -32010;
 

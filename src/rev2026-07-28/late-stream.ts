@@ -1,4 +1,5 @@
 import { SSE_HEADERS } from '../core/sse.ts';
+import { SERIALIZED, type Serialized } from '../core/task-events.ts';
 import type { Notification } from '../core/wire.ts';
 
 /**
@@ -32,7 +33,8 @@ export class LateStream {
       this.#open();
       this.#startStream();
     }
-    this.#write(frame({ jsonrpc: '2.0', ...notification }));
+    const json = (notification as Serialized)[SERIALIZED];
+    this.#write(json === undefined ? frame({ jsonrpc: '2.0', ...notification }) : frameOf(json));
   };
 
   /**
@@ -69,4 +71,5 @@ export class LateStream {
   }
 }
 
-const frame = (message: object) => `event: message\ndata: ${JSON.stringify(message)}\n\n`;
+const frameOf = (json: string) => `event: message\ndata: ${json}\n\n`;
+const frame = (message: object) => frameOf(JSON.stringify(message));

@@ -226,6 +226,7 @@ describe('@modelcontextprotocol/client (SDK Client, pinned to 2026-07-28)', () =
         'approved_export',
         'checksum_shards',
         'export_csv',
+        'scan_rows',
       ]);
       expect(tools.find((t) => t.name === 'analyze_numbers')?.inputSchema).toMatchObject({
         type: 'object',

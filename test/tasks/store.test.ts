@@ -217,7 +217,7 @@ describe('guarded transitions in Postgres', () => {
     expect(await requestCancel(tdb.db, running, 'alice')).toEqual({ requested: true, cancelledNow: false });
     expect(await status(running)).toBe('working');
     const [state] = await checkLeases(tdb.db, 'w1', new Map([[running, claim.attempt]]));
-    expect(state).toEqual({ taskId: running, held: true, cancelRequested: true });
+    expect(state).toEqual({ taskId: running, held: true, cancelRequested: true, pauseRequested: false });
     // Held means this worker's lease: another worker id does not hold it.
     expect((await checkLeases(tdb.db, 'w2', new Map([[running, claim.attempt]])))[0]?.held).toBe(false);
     // A duplicate delivery does not cancel it under the live attempt.

@@ -2,11 +2,7 @@
 // request's SSE stream, from after the client's cursor, live until the task ends; then the result.
 import { z } from 'zod';
 import { missingTasksExtension, ProtocolError, ProtocolErrorCode } from '../../core/errors.ts';
-import {
-  EventStreamInterruptedError,
-  TASK_EVENT_NOTIFICATION,
-  taskEventParams,
-} from '../../core/task-events.ts';
+import { EventStreamInterruptedError, taskEventNotification } from '../../core/task-events.ts';
 import { wellFormedTaskId } from '../../tasks/ids.ts';
 import { latestEventSeq } from '../../tasks/store/events.ts';
 import type { MethodHandler, RequestContext } from '../context.ts';
@@ -58,7 +54,7 @@ export function tasksStream(deps: ServerDeps): MethodHandler {
         after: from,
         signal,
         send: async (event) => {
-          await notify({ method: TASK_EVENT_NOTIFICATION, params: taskEventParams(taskId, event) });
+          await notify(taskEventNotification(taskId, event));
           deps.metrics?.taskEventsSent.inc();
         },
       })
