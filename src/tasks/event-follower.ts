@@ -181,7 +181,14 @@ class Follower {
 
   /** The backstop read the task's row: a follower behind it (a lost notification) reads again. */
   #backstopRead(row: FollowedRow | undefined): void {
-    if (row === undefined || row.last > this.#cursor || isTerminal(row.status)) {
+    if (row !== undefined && isTerminal(row.status)) {
+      this.#finished = row;
+      this.#poke();
+      return;
+    }
+    // (The same shared read handed this follower the row's events just before: those are not missed.)
+    const known = Math.max(this.#cursor, this.#live.at(-1)?.seq ?? 0);
+    if (row === undefined || row.last > known) {
       this.#readRow = true;
       this.#poke();
     }
