@@ -17,6 +17,8 @@ export interface EventsWatcher {
   row: (row: FollowedRow | undefined) => void;
 }
 
+/** Followers handed a read's events in one turn of the event loop (see #tell). */
+const FOLLOWERS_PER_TURN = 32;
 /** One shared read takes at most this many events of a task; a task with more is read again at once. */
 const READ_LIMIT = 1_000;
 
@@ -129,8 +131,11 @@ export class TaskEventFeed {
       ]);
       this.#reads++;
       this.#metrics?.taskEventReads.inc();
-      for (const [taskId, events] of found) this.#dispatch(taskId, events);
-      if (rows !== undefined) for (const taskId of after.keys()) this.#dispatchRow(taskId, rows.get(taskId));
+      for (const taskId of after.keys()) {
+        const events = found.get(taskId) ?? [];
+        if (rows === undefined) this.#dispatch(taskId, events);
+        else this.#dispatch(taskId, events, { row: rows.get(taskId) });
+      }
     } catch (err) {
       this.#log.warn('reading task events failed', { tasks: after.size, error: coerceError(err).message });
       for (const id of after.keys()) this.#changed.add(id);
@@ -139,26 +144,32 @@ export class TaskEventFeed {
     }
   }
 
-  #dispatch(taskId: string, events: TaskEvent[]): void {
+  /** Hands a task's new events (and the backstop's read of its row, then) to its followers. */
+  #dispatch(taskId: string, events: TaskEvent[], backstop?: { row: FollowedRow | undefined }): void {
     const followed = this.#followed.get(taskId);
-    if (followed === undefined || events.length === 0) return;
-    followed.seq = Math.max(followed.seq, events.at(-1)!.seq);
+    if (followed === undefined || (events.length === 0 && backstop === undefined)) return;
+    if (events.length > 0) followed.seq = Math.max(followed.seq, events.at(-1)!.seq);
     // (A full read may have left more behind.)
     if (events.length === READ_LIMIT) this.#heard(taskId);
-    this.#tell(taskId, (watcher) => watcher.events(events));
+    this.#tell(taskId, [...followed.watchers], (watcher) => {
+      if (events.length > 0) watcher.events(events);
+      if (backstop !== undefined) watcher.row(backstop.row);
+    });
   }
 
-  #dispatchRow(taskId: string, row: FollowedRow | undefined): void {
-    this.#tell(taskId, (watcher) => watcher.row(row));
-  }
-
-  #tell(taskId: string, call: (watcher: EventsWatcher) => void): void {
-    for (const watcher of [...(this.#followed.get(taskId)?.watchers ?? [])]) {
+  /**
+   * Calls each watcher, FOLLOWERS_PER_TURN at a time, with a turn of the event loop between: a task
+   * followed by a thousand streams sends its event to them in slices, and requests on the instance are
+   * answered between the slices instead of after them all.
+   */
+  #tell(taskId: string, watchers: EventsWatcher[], call: (watcher: EventsWatcher) => void): void {
+    for (const watcher of watchers.splice(0, FOLLOWERS_PER_TURN)) {
       try {
         call(watcher);
       } catch (err) {
         this.#log.warn('task events watcher failed', { taskId, error: coerceError(err).message });
       }
     }
+    if (watchers.length > 0) setImmediate(() => this.#tell(taskId, watchers, call));
   }
 }
