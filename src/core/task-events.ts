@@ -54,24 +54,22 @@ export interface Serialized {
   readonly [SERIALIZED]?: string;
 }
 
-const notifications = new WeakMap<WireTaskEvent, Map<string, object>>();
+type EventNotification = { method: string; params: Record<string, unknown> } & Serialized;
+
+/** Each event's message, by the event object (an event is of one task: the object names the message). */
+const notifications = new WeakMap<WireTaskEvent, EventNotification>();
 
 /**
  * The `notifications/tasks/event` message of one event, made once per event object (its readers on an
  * instance share the object the shared read gave them), with its JSON (see SERIALIZED).
  */
-export function taskEventNotification(
-  taskId: string,
-  event: WireTaskEvent,
-): { method: string; params: Record<string, unknown> } & Serialized {
-  let byTask = notifications.get(event);
-  if (byTask === undefined) notifications.set(event, (byTask = new Map<string, object>()));
-  let message = byTask.get(taskId) as ReturnType<typeof taskEventNotification> | undefined;
+export function taskEventNotification(taskId: string, event: WireTaskEvent): EventNotification {
+  let message = notifications.get(event);
   if (message === undefined) {
     const params = taskEventParams(taskId, event);
     const json = JSON.stringify({ jsonrpc: '2.0', method: TASK_EVENT_NOTIFICATION, params });
     message = { method: TASK_EVENT_NOTIFICATION, params, [SERIALIZED]: json };
-    byTask.set(taskId, message);
+    notifications.set(event, message);
   }
   return message;
 }

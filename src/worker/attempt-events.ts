@@ -110,7 +110,7 @@ export function createEventWriter(opts: EventWriterOptions): EventWriter {
     count++;
     bytes += size;
     written.types.set(key, type);
-    queue.push({ key, type, json });
+    queue.push({ key, type, json, bytes: size });
   };
 
   /** Whether the event under `key` was written by an earlier leg (then it is not written again). */

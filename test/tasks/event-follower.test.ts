@@ -41,11 +41,10 @@ const append = (taskId: string, from: number, n: number) =>
   appendTaskEvents(
     tdb.db,
     { taskId, attempt: 1 },
-    Array.from({ length: n }, (_, i) => ({
-      key: `p0:${from + i}`,
-      type: 'com.example/n',
-      json: `{"n":${from + i}}`,
-    })),
+    Array.from({ length: n }, (_, i) => {
+      const json = `{"n":${from + i}}`;
+      return { key: `p0:${from + i}`, type: 'com.example/n', json, bytes: json.length };
+    }),
   );
 
 const finish = (taskId: string) =>

@@ -14,6 +14,8 @@ export interface NewTaskEvent {
   type: string;
   /** The payload, already serialized (its size was checked against the bounds on that text). */
   json: string;
+  /** The payload's UTF-8 bytes (the writer counted them against the bounds). */
+  bytes: number;
 }
 
 /** One event as stored. */
@@ -29,7 +31,7 @@ export async function appendTaskEvents(
   { taskId, attempt }: { taskId: string; attempt: number },
   events: readonly NewTaskEvent[],
 ): Promise<number> {
-  const bytes = events.reduce((sum, e) => sum + Buffer.byteLength(e.json, 'utf8'), 0);
+  const bytes = events.reduce((sum, e) => sum + e.bytes, 0);
   // (The payloads' JSON goes in as it is, not as strings to escape here and parse again there.)
   const rows = `[${events.map((e) => `{"key":${JSON.stringify(e.key)},"type":${JSON.stringify(e.type)},"payload":${e.json}}`).join(',')}]`;
   const { rows: held } = await sql<{ first: number }>`
