@@ -20,11 +20,13 @@ export const LAYERS = {
   prompts: ['tools', 'core', 'log.ts'],
   // Worker threads for synchronous calls' handlers (they load the tools; the HTTP process does the rest).
   threads: ['tools', 'core', 'log.ts'],
-  worker: ['tasks', 'tools', 'queue', 'events', 'db', 'core', 'log.ts'],
-  protocol: ['tasks', 'tools', 'resources', 'prompts', 'events', 'core', 'log.ts'],
+  // Starting a tool's task from the server's side (a parent task, a schedule, a trigger).
+  launch: ['tasks', 'tools', 'queue', 'events', 'db', 'core', 'log.ts'],
+  worker: ['launch', 'tasks', 'tools', 'queue', 'events', 'db', 'core', 'log.ts'],
+  protocol: ['launch', 'tasks', 'tools', 'resources', 'prompts', 'events', 'core', 'log.ts'],
   // The client library (`durable-mcp-tasks/client`): the wire's names, nothing of the server.
   client: ['core'],
-  http: ['protocol', 'tasks', 'tools', 'events', 'core', 'log.ts', 'config.ts'],
+  http: ['protocol', 'launch', 'tasks', 'tools', 'events', 'core', 'log.ts', 'config.ts'],
   // The protocol revisions, side by side: each its transport and wire over the shared method handlers.
   'rev2026-07-28': ['protocol', 'core', 'log.ts'],
   'rev2025-11-25': ['protocol', 'tasks', 'tools', 'events', 'db', 'core', 'log.ts'],

@@ -1,12 +1,7 @@
 import { toWireTask } from '../../tasks/store/view.ts';
 import type { MethodHandler, MethodResult } from '../context.ts';
 import { InputRequiredSignal } from '../../tools/request-backend.ts';
-import {
-  describeIssues,
-  missingTasksExtension,
-  ProtocolError,
-  ProtocolErrorCode,
-} from '../../core/errors.ts';
+import { missingTasksExtension, ProtocolError, ProtocolErrorCode } from '../../core/errors.ts';
 import { runWithMrtr } from '../mrtr.ts';
 import { assertSize, assertStorable } from '../../core/limits.ts';
 import type { ServerDeps } from '../server-deps.ts';
@@ -19,10 +14,14 @@ import {
 } from '../../core/wire.ts';
 import { clientIdempotency, toolIdempotency, type Idempotency } from '../../tasks/store/idempotency.ts';
 import type { ToolDefinition } from '../../tools/define.ts';
-import { unknownArgumentsMessage } from '../../tools/unknown-arguments.ts';
 import { declaresTasks } from './tasks.ts';
 import { injectCarrier } from '../../core/tracing.ts';
-import { concurrencyOf } from '../../tools/concurrency-key.ts';
+import {
+  assertStorableArguments,
+  InvalidToolArgumentsError,
+  parseToolArguments,
+  toolTaskOf,
+} from '../../launch/tool-task.ts';
 import { syncCallTimedOut, withTimeBudget } from '../sync-budget.ts';
 
 function toolError(text: string): MethodResult {
@@ -73,23 +72,20 @@ export function toolsCall(deps: ServerDeps): MethodHandler {
 
     // Invalid arguments are a tool execution error, not a protocol error, so that a model can read it
     // and correct itself; one the tool does not take first (zod would drop it without a word).
-    const unknown = unknownArgumentsMessage(tool.name, tool.inputSchema, rawArgs);
-    if (unknown !== undefined) return toolError(unknown);
-    const parsed = tool.inputSchema.safeParse(rawArgs);
-    if (!parsed.success) {
-      return toolError(`Invalid arguments for tool ${tool.name}:\n${describeIssues(parsed.error)}`);
+    let args: unknown;
+    try {
+      args = parseToolArguments(tool, rawArgs);
+    } catch (err) {
+      if (err instanceof InvalidToolArgumentsError) return toolError(err.message);
+      throw err;
     }
 
     const asTask = policy === 'required' || (policy === 'optional' && tasksDeclared);
     // A task's arguments are stored; a synchronous call's are not.
     if (asTask) {
-      assertStorable('arguments', rawArgs);
-      assertStorable('clientCapabilities', ctx.meta[META_CLIENT_CAPABILITIES]);
-      // Both are stored with the task: together they are held to the arguments' limit.
-      const stored = { arguments: rawArgs, clientCapabilities: ctx.meta[META_CLIENT_CAPABILITIES] };
-      assertSize('arguments with clientCapabilities', stored, deps.limits.maxArgumentsBytes);
+      assertStorableArguments(rawArgs, ctx.meta[META_CLIENT_CAPABILITIES], deps.limits.maxArgumentsBytes);
     }
-    const idempotency = asTask ? idempotencyOfCall(tool, parsed.data, rawArgs, ctx) : undefined;
+    const idempotency = asTask ? idempotencyOfCall(tool, args, rawArgs, ctx) : undefined;
     const binding = { request: `tools/call:${tool.name}`, arguments: rawArgs };
     if (!asTask) {
       const timeoutMs = deps.limits.syncCallTimeoutMs ?? Infinity;
@@ -100,7 +96,7 @@ export function toolsCall(deps: ServerDeps): MethodHandler {
             const result: CallToolResult =
               deps.syncCalls?.runs(tool.name) === true
                 ? await deps.syncCalls.run({ toolName: tool.name, arguments: rawArgs, backend })
-                : await tool.handler(parsed.data, toolCtx);
+                : await tool.handler(args, toolCtx);
             return { ...result, resultType: 'complete' };
           } catch (err) {
             if (err instanceof ProtocolError || err instanceof InputRequiredSignal || signal.aborted)
@@ -114,22 +110,20 @@ export function toolsCall(deps: ServerDeps): MethodHandler {
       return outcome.done ? outcome.value : outcome.result;
     }
     const outcome = await runWithMrtr(deps, ctx, binding, async (toolCtx): Promise<MethodResult> => {
-      const prepared = tool.prepare === undefined ? undefined : await tool.prepare(parsed.data, toolCtx);
+      const prepared = tool.prepare === undefined ? undefined : await tool.prepare(args, toolCtx);
       assertStorable('the input gathered before the task', prepared);
-      const view = await deps.tasks.create({
-        principal: ctx.principal,
-        toolName: tool.name,
-        arguments: rawArgs,
-        prepared,
-        clientCapabilities: ctx.meta[META_CLIENT_CAPABILITIES],
-        ttlMs: tool.ttlMs === undefined ? deps.taskDefaults.ttlMs : tool.ttlMs,
-        pollIntervalMs: tool.pollIntervalMs ?? deps.taskDefaults.pollIntervalMs,
-        ...ctx.taskTraits,
-        traceContext: ctx.trace === undefined ? undefined : injectCarrier(ctx.trace),
-        concurrency: concurrencyOf(tool, parsed.data, ctx.principal),
-        idempotency,
-        secretArguments: tool.secretArguments,
-      });
+      const view = await deps.tasks.create(
+        toolTaskOf(tool, rawArgs, {
+          principal: ctx.principal,
+          defaults: deps.taskDefaults,
+          parsedArgs: args,
+          prepared,
+          clientCapabilities: ctx.meta[META_CLIENT_CAPABILITIES],
+          ...ctx.taskTraits,
+          traceContext: ctx.trace === undefined ? undefined : injectCarrier(ctx.trace),
+          idempotency,
+        }),
+      );
       return { resultType: 'task', ...toWireTask(view) };
     });
     return outcome.done ? outcome.value : outcome.result;
