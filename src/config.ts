@@ -79,6 +79,12 @@ const ConfigSchema = z.object({
     'idle_in_transaction_session_timeout of every pooled session (0: off).',
   ),
   QUEUE_POOL_MAX: intFromEnv(3, 1).describe("pg-boss's own pool (fetching and sending run jobs)."),
+  QUEUE_JOB_RETENTION_S: intFromEnv(300, 1).describe(
+    "How long pg-boss keeps a finished run job (s): a job is only 'run task X', the task's rows keep its history.",
+  ),
+  QUEUE_MAINTENANCE_INTERVAL_S: intFromEnv(60, 1).describe(
+    "How often worker processes delete pg-boss's finished jobs past QUEUE_JOB_RETENTION_S (s).",
+  ),
   AUTH_MODE: z
     .enum(['none', 'bearer', 'oauth'])
     .default('none')
