@@ -33,7 +33,13 @@ export interface TriggerStartDeps {
 }
 
 const MAX_KEY_LENGTH = 255;
-const oneLine = (text: string) => text.replace(/\s*\n\s*-?\s*/g, '; ');
+/** zod's issues one per line (`✖ … → at path`), as one line: a sender's log shows one line per answer. */
+const oneLine = (text: string) =>
+  text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '')
+    .join(' ');
 
 /** Runs a trigger's own function on the delivery; what it throws is the delivery's fault. */
 function mapped<T>(trigger: TriggerDefinition, what: string, fn: () => T): T {
