@@ -99,13 +99,15 @@ const githubSignature = (body: string, secret = GITHUB_SECRET) =>
 const stripeHeader = (body: string, t = Math.floor(Date.now() / 1000), secret = STRIPE_SECRET) =>
   `t=${t},v1=${createHmac('sha256', secret).update(`${t}.${body}`).digest('hex')}`;
 
-function post(name: string, body: BodyInit, headers: Record<string, string> = {}) {
-  return fetch(new URL(`/triggers/${name}`, server.rt.url), {
+/** POSTs to a trigger; a stream goes chunked, with no length declared. */
+function post(name: string, body: string | ReadableStream<Uint8Array>, headers: Record<string, string> = {}) {
+  const init: RequestInit & { duplex?: 'half' } = {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
     body,
-    ...(body instanceof ReadableStream && { duplex: 'half' }),
-  } as RequestInit);
+    ...(typeof body !== 'string' && { duplex: 'half' as const }),
+  };
+  return fetch(new URL(`/triggers/${name}`, server.rt.url), init);
 }
 
 function pushDelivery(body: string, delivery: string = randomUUID(), signature = githubSignature(body)) {
