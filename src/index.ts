@@ -37,7 +37,7 @@ export type {
   TriggerRequest,
   TriggerSecret,
   TriggerVerifier,
-  Verification,
+  TriggerVerification,
 } from './launch/triggers/verify.ts';
 export { definePrompt } from './prompts/define.ts';
 export type { GetPromptResult, PromptDefinition, PromptMessage } from './prompts/define.ts';

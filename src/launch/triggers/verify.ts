@@ -12,11 +12,11 @@ export interface TriggerRequest {
  * Whether the request comes from the trigger's sender. A refusal's `reason` is logged on the server,
  * never sent back (the sender gets 401 and nothing else).
  */
-export type Verification =
+export type TriggerVerification =
   { readonly verified: true } | { readonly verified: false; readonly reason: string };
 
 /** Checks a trigger's request before anything of it is parsed or stored. */
-export type TriggerVerifier = (request: TriggerRequest) => Verification;
+export type TriggerVerifier = (request: TriggerRequest) => TriggerVerification;
 
 /**
  * A secret: the value itself, or `{ env: 'NAME' }` to read `process.env.NAME` at each request (so a
@@ -24,8 +24,8 @@ export type TriggerVerifier = (request: TriggerRequest) => Verification;
  */
 export type TriggerSecret = string | { readonly env: string };
 
-const VERIFIED: Verification = Object.freeze({ verified: true });
-const refused = (reason: string): Verification => ({ verified: false, reason });
+const VERIFIED: TriggerVerification = Object.freeze({ verified: true });
+const refused = (reason: string): TriggerVerification => ({ verified: false, reason });
 
 /** The secret's value now, or a reason why there is none (an unset variable refuses every request). */
 function secretOf(secret: TriggerSecret): { value: string } | { reason: string } {
