@@ -1,7 +1,8 @@
 /**
  * Webhook triggers (`defineTrigger`, `POST /triggers/{name}`) over a real socket, on a real Postgres and
  * pg-boss: deliveries signed exactly as GitHub and Stripe sign them start a task that runs to completion
- * on a worker; a redelivery (in a row or all at once) gets the same task and stores no other; a forged,
+ * on a worker; a redelivery (in a row, all at once, or to two instances at once) gets the same task and
+ * stores no other; a forged,
  * missing or stale signature, an oversized body (declared or streamed) and arguments the tool refuses
  * store nothing.
  */
@@ -11,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { bearer, defineTool, defineTrigger, hmacSha256, stripeSignature } from '../../src/index.ts';
 import { sample, scrape } from '../helpers/prometheus.ts';
-import { useTestServer } from '../helpers/server-process.ts';
+import { startTestProcess, useTestServer } from '../helpers/server-process.ts';
 
 const GITHUB_SECRET = 'It’s a Secret to Everybody';
 const STRIPE_SECRET = 'whsec_test_0123456789abcdef';
@@ -192,6 +193,36 @@ describe('webhook triggers', () => {
     expect(await taskCount()).toBe(before + 2);
   });
 
+  it('a delivery sent to two instances at once starts one task, which runs to completion', async () => {
+    const other = await startTestProcess({
+      databaseUrl: server.tdb.url,
+      role: 'server',
+      tools: [build, fulfil],
+      triggers,
+    });
+    try {
+      const before = await taskCount();
+      const body = JSON.stringify(pushEvent());
+      const delivery = randomUUID();
+      const signature = githubSignature(body);
+      const headers = { 'X-GitHub-Delivery': delivery, 'X-Hub-Signature-256': signature };
+      const answers = await Promise.all(
+        [server.rt.url, other.url, server.rt.url, other.url, server.rt.url, other.url].map((url) =>
+          fetch(new URL('/triggers/github-push', url), { method: 'POST', headers, body }),
+        ),
+      );
+      expect(answers.map((r) => r.status)).toEqual([202, 202, 202, 202, 202, 202]);
+      const ids = await Promise.all(
+        answers.map(async (r) => ((await r.json()) as { taskId: string }).taskId),
+      );
+      expect(new Set(ids).size).toBe(1);
+      expect(await taskCount()).toBe(before + 1);
+      expect((await server.mcp.waitForTask(ids[0]!)).status).toBe('completed');
+    } finally {
+      await other.stop();
+    }
+  });
+
   it('a forged signature, a missing one and a stale Stripe timestamp: 401, nothing stored', async () => {
     const body = JSON.stringify(pushEvent());
     const forged = await storingNothing(() =>
@@ -274,7 +305,7 @@ describe('webhook triggers', () => {
     const metrics = await scrape(new URL(server.rt.url).origin);
     const count = (trigger: string, outcome: string) =>
       sample(metrics, 'durable_mcp_trigger_requests_total', { trigger, outcome });
-    expect(count('github-push', 'accepted')).toBeGreaterThanOrEqual(11);
+    expect(count('github-push', 'accepted')).toBeGreaterThanOrEqual(11); // (on this instance)
     expect(count('github-push', 'unverified')).toBeGreaterThanOrEqual(3);
     expect(count('github-push', 'too_large')).toBeGreaterThanOrEqual(2);
     expect(count('stripe', 'unverified')).toBeGreaterThanOrEqual(2);
