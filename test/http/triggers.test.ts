@@ -2,9 +2,8 @@
  * Webhook triggers (`defineTrigger`, `POST /triggers/{name}`) over a real socket, on a real Postgres and
  * pg-boss: deliveries signed exactly as GitHub and Stripe sign them start a task that runs to completion
  * on a worker; a redelivery (in a row, all at once, or to two instances at once) gets the same task and
- * stores no other; a forged,
- * missing or stale signature, an oversized body (declared or streamed) and arguments the tool refuses
- * store nothing.
+ * stores no other; a forged, missing or stale signature, an oversized body (declared or streamed) and
+ * arguments the tool refuses store nothing.
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
