@@ -132,7 +132,10 @@ async function startTask(
         error: 'this idempotency key started a task with other arguments',
       });
     }
-    if (err instanceof QuotaExceededError) return answer('over_quota', 429, { error: err.message });
+    if (err instanceof QuotaExceededError) {
+      if (err.retryAfterMs !== undefined) c.header('Retry-After', String(Math.ceil(err.retryAfterMs / 1000)));
+      return answer('over_quota', 429, { error: err.message });
+    }
     if (!opts.isDatabaseUnavailable(err)) throw err;
     opts.metrics?.triggerRequests.inc({ trigger: trigger.name, outcome: 'unavailable' });
     return databaseUnavailable(c, opts.log, err, { error: 'the database is unavailable: retry later' });

@@ -300,6 +300,44 @@ describe('webhook triggers', () => {
     expect(reused.status).toBe(409);
   });
 
+  it('a principal over its creation rate: 429 with Retry-After, and only the admitted deliveries stored', async () => {
+    const quota = defineTrigger<{ id: string }>({
+      name: 'quota',
+      tool: 'fulfil_order',
+      principal: 'quota-test',
+      verify: bearer('quota-token-0123456789'),
+      arguments: ({ id }) => ({ eventId: id, amount: 1 }),
+      idempotencyKey: ({ id }) => id,
+    });
+    const limited = await startTestProcess({
+      databaseUrl: server.tdb.url,
+      role: 'server',
+      tools: [build, fulfil],
+      triggers: [quota],
+      env: { TASK_CREATE_RATE_PER_SECOND: '1', TASK_CREATE_BURST: '1' },
+    });
+    try {
+      const before = await taskCount();
+      const answers = await Promise.all(
+        Array.from({ length: 5 }, () =>
+          fetch(new URL('/triggers/quota', limited.url), {
+            method: 'POST',
+            headers: { authorization: 'Bearer quota-token-0123456789' },
+            body: JSON.stringify({ id: randomUUID() }),
+          }),
+        ),
+      );
+      const statuses = answers.map((r) => r.status);
+      const refused = answers.filter((r) => r.status === 429);
+      expect(refused.length).toBeGreaterThanOrEqual(1);
+      expect(refused.every((r) => Number(r.headers.get('retry-after')) >= 1)).toBe(true);
+      expect(statuses.filter((s) => s !== 429).every((s) => s === 202)).toBe(true);
+      expect(await taskCount()).toBe(before + statuses.filter((s) => s === 202).length);
+    } finally {
+      await limited.stop();
+    }
+  });
+
   it('counts deliveries by trigger and outcome', async () => {
     const metrics = await scrape(new URL(server.rt.url).origin);
     const count = (trigger: string, outcome: string) =>
