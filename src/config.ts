@@ -138,6 +138,9 @@ const ConfigSchema = z.object({
   MAX_SIGNAL_BYTES: intFromEnv(65_536, 1).describe(
     'Largest body of a signal delivery (POST /signals/{token}) accepted (413 above).',
   ),
+  TRIGGER_MAX_BODY_BYTES: intFromEnv(1_048_576, 1).describe(
+    'Largest body of a webhook delivery (POST /triggers/{name}) accepted: 413 above, read no further, nothing stored.',
+  ),
   MAX_STEERING_MESSAGE_BYTES: intFromEnv(16_384, 1).describe(
     'Largest tasks/steer message (UTF-8 bytes; experimental, SEP-2669 draft) accepted: -32602 naming this setting above, nothing stored.',
   ),

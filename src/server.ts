@@ -6,6 +6,7 @@ import type { PromptDefinition } from './prompts/define.ts';
 import type { ResourceDefinition, ResourceTemplateDefinition } from './resources/define.ts';
 import { startProcess, type ServerProcess } from './process/start.ts';
 import type { ToolDefinition } from './tools/define.ts';
+import type { TriggerDefinition } from './launch/triggers/define.ts';
 import { PACKAGE_VERSION } from './version.ts';
 import type { SignalDelivery } from './core/signal-delivery.ts';
 
@@ -23,6 +24,12 @@ export interface ServerOptions {
   resourceTemplates?: readonly ResourceTemplateDefinition[];
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each prompt has its own argument type
   prompts?: readonly PromptDefinition<any>[];
+  /**
+   * Webhook triggers (`defineTrigger`): `POST /triggers/{name}` starts a task of one of `tools`, once per
+   * delivery. A trigger of a tool not in `tools`, or two of one name, fail `start()` before it connects.
+   */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each trigger has its own body type
+  triggers?: readonly TriggerDefinition<any>[];
   /** Default `all`. */
   role?: ServerRole;
   /** Postgres connection string. Default: an embedded Postgres under `settings.EMBEDDED_PG_DIR`. */
@@ -112,6 +119,7 @@ export function createServer(options: ServerOptions): DurableMcpServer {
         resources: options.resources,
         resourceTemplates: options.resourceTemplates,
         prompts: options.prompts,
+        triggers: options.triggers,
         serverVersion: PACKAGE_VERSION,
         toolsModule: options.toolsModule === undefined ? undefined : moduleUrl(options.toolsModule),
       }).then((started) => {

@@ -19,6 +19,8 @@ import { BossTaskQueue } from '../queue/boss.ts';
 import type { ResourceDefinition, ResourceTemplateDefinition } from '../resources/define.ts';
 import type { ToolDefinition } from '../tools/define.ts';
 import { ToolRegistry } from '../tools/registry.ts';
+import type { TriggerDefinition } from '../launch/triggers/define.ts';
+import { TriggerRegistry } from '../launch/triggers/registry.ts';
 import { TaskService } from '../tasks/service.ts';
 import { startSyncCallThreads, type SyncCallThreads } from '../threads/pool.ts';
 import { signalPath, type SignalDelivery } from '../core/signal-delivery.ts';
@@ -40,6 +42,8 @@ export interface ProcessOptions {
   resources?: readonly ResourceDefinition[];
   resourceTemplates?: readonly ResourceTemplateDefinition[];
   prompts?: readonly PromptDefinition[];
+  /** Webhook triggers (`POST /triggers/{name}`), each of one of `tools`. */
+  triggers?: readonly TriggerDefinition[];
   role: Role;
   /** Listen on HOST:PORT (default true for roles that serve HTTP). */
   listen?: boolean;
@@ -81,6 +85,8 @@ export async function startProcess(opts: ProcessOptions): Promise<ServerProcess>
     draining = undefined;
     await cleanups.run();
   };
+  // A trigger of a tool not served is refused before anything connects.
+  const triggers = new TriggerRegistry(opts.triggers ?? [], opts.tools);
   try {
     const conn = await openDatabase(config, log, role, cleanups);
     const operational = await startOperational(conn, config, log, cleanups);
@@ -109,6 +115,7 @@ export async function startProcess(opts: ProcessOptions): Promise<ServerProcess>
               config,
               log,
               tools,
+              triggers,
               tasks,
               queue,
               events,

@@ -4,6 +4,7 @@ import { createLogger } from '../../src/log.ts';
 import { startProcess, type Role, type ServerProcess } from '../../src/process/start.ts';
 import type { ResourceDefinition } from '../../src/resources/define.ts';
 import type { ToolDefinition } from '../../src/tools/define.ts';
+import type { TriggerDefinition } from '../../src/launch/triggers/define.ts';
 import { SHIPPED_TOOLS, SHIPPED_TOOLS_MODULE } from '../../src/tools/shipped/index.ts';
 import { databaseEnv } from './database-env.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
@@ -15,6 +16,8 @@ export interface TestProcessOptions {
   tools?: readonly ToolDefinition[];
   /** Resources to serve (default none: the server then has no resources methods). */
   resources?: readonly ResourceDefinition[];
+  /** Webhook triggers (`POST /triggers/{name}`), of `tools`. */
+  triggers?: readonly TriggerDefinition[];
   env?: Record<string, string>;
   /** The module sync-call threads load (default: the shipped tools' when `tools` is unset, else none). */
   toolsModule?: string;
@@ -48,6 +51,7 @@ export async function startTestProcess(opts: TestProcessOptions): Promise<Server
     // As the CLI serves them: the shipped tools' synchronous calls run on sync-call threads.
     toolsModule: opts.toolsModule ?? (opts.tools === undefined ? SHIPPED_TOOLS_MODULE : undefined),
     ...(opts.resources !== undefined && { resources: opts.resources }),
+    ...(opts.triggers !== undefined && { triggers: opts.triggers }),
     listen: (opts.role ?? 'all') !== 'worker',
   });
   return { ...runtime, url: runtime.url ?? '' };
