@@ -3,7 +3,8 @@ import { sql, type Kysely } from 'kysely';
 // Flow control per tool (see docs/tools.md, "Flow control"), stored with each task at creation:
 // - rateLimit: at most `rate_limit` first legs per `rate_per_ms` per `rate_key`, cluster-wide. The claim of
 //   a first leg counts the key's starts in `task_rate_starts` (a sliding log, pruned as it is read) under
-//   the key's advisory lock; a task over the limit waits, unleased, until the window allows.
+//   the key's advisory lock; a task over the limit waits, unleased, for a start in the window to hand it
+//   its place (`successor_task_id`) one window later.
 // - debounce: a call whose `debounce_key` matches a task of the same principal that has not started yet
 //   replaces its arguments and pushes its `run_after` on; a claim never starts a task before `run_after`.
 // - timeoutMs: `deadline_at` (creation + `timeout_ms`) bounds the whole task, across legs; the sweeper
@@ -24,6 +25,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('rate_key', 'text', (c) => c.notNull())
     .addColumn('started_at', 'timestamptz', (c) => c.notNull())
     .addColumn('task_id', 'text', (c) => c.notNull())
+    .addColumn('successor_task_id', 'text')
     .execute();
   await sql`create index task_rate_starts_key_idx on task_rate_starts (rate_key, started_at)`.execute(db);
   await sql`create index tasks_rate_waiting_idx on tasks (rate_key, created_at)

@@ -132,8 +132,12 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
       claimDeliveries(opts.db, taskIds, {
         workerId,
         leaseMs,
-        // A task its rate limit refused runs again when its window has room.
-        runLater: (trx, taskId, delayMs) => opts.queue.enqueueRun(trx, taskId, { delayMs }),
+        // A task waiting for its rate limit runs when its place frees: its delayed run, which this
+        // worker looks for then (no NOTIFY tells of a delayed run).
+        runLater: async (trx, taskId, delayMs) => {
+          await opts.queue.enqueueRun(trx, taskId, { delayMs });
+          setTimeout(() => slots.notice(), delayMs).unref();
+        },
       }),
     runLegs,
     settleUnclaimed,

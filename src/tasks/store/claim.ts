@@ -10,15 +10,14 @@ import {
 } from './lease.ts';
 import {
   lockRateKey,
-  rateWaitMessage,
-  rateWaitMs,
   rateWindowHasRoom,
   recordRateStart,
+  waitForRatePlace,
+  type RunLater,
   type StoredRateLimit,
 } from './rate-limit.ts';
 
-/** Runs a task refused by its rate limit again after `delayMs`, in the refusal's transaction (the queue's job). */
-export type RunLater = (trx: Kysely<Database>, taskId: string, delayMs: number) => Promise<void>;
+export type { RunLater };
 
 /**
  * Starts a new attempt of a `working` task: bumps `attempt` (the fence every later write names) and
@@ -116,9 +115,9 @@ function runningLegs(key: string) {
  * counted and claimed under the keys' locks (concurrency's first, always in that order), so that two
  * workers never both take the last place. A task refused for its concurrency waits (unleased, its claim
  * deadline renewed: the sweeper's backstop) until a leg with its key ends and wakes the oldest waiting
- * one (wakeNextForKey); one refused for its rate limit waits until its window has room (rateWaitMs),
- * saying so in its statusMessage, and `runLater` brings it back then. The rate limit counts only the
- * claims that were made: a task cancelled while it waits took nothing.
+ * one (wakeNextForKey); one refused for its rate limit waits for a place in its window, saying so in
+ * its statusMessage, and `runLater` brings it back when it has one (rate-limit.ts). The rate limit
+ * counts only the claims that were made: a task cancelled while it waits took nothing.
  */
 async function claimGatedTask(
   db: Kysely<Database>,
@@ -141,23 +140,23 @@ async function claimGatedTask(
       with ${claimCtes(ids, workerId, leaseMs, { keyed: true })} select * from claimed`.execute(trx);
     const [row] = rows;
     if (row !== undefined) {
-      if (rate !== undefined && row.attempt === 1) await recordRateStart(trx, rate, taskId);
+      if (rate !== undefined && row.attempt === 1) await recordRateStart(trx, rate, taskId, runLater);
       return toClaimedTask(row);
     }
-    const waitMs = rate === undefined ? 0 : await rateWaitMs(trx, rate, taskId);
+    const full =
+      rate !== undefined &&
+      (await sql<{ room: boolean }>`select ${rateWindowHasRoom(rate)} as room`.execute(trx)).rows[0]?.room ===
+        false;
     const waiting = await trx
       .updateTable('tasks')
-      .set({
-        lease_expires_at: claimDeadline(waitMs),
-        ...(waitMs > 0 && { status_message: rateWaitMessage(rate!, waitMs), last_updated_at: sql`now()` }),
-      })
+      .set({ lease_expires_at: claimDeadline() })
       .where('task_id', '=', taskId)
       .where('status', '=', 'working')
       .where('leased_by', 'is', null)
       .where('paused_at', 'is', null)
-      .returning('task_id')
+      .returning('attempt')
       .executeTakeFirst();
-    if (waiting !== undefined && waitMs > 0) await runLater?.(trx, taskId, waitMs);
+    if (full && waiting?.attempt === 0) await waitForRatePlace(trx, rate, taskId, runLater);
     return undefined;
   });
 }
