@@ -6,7 +6,8 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { ServerProcess } from '../../src/process/start.ts';
-import { defineTool } from '../../src/tools/define.ts';
+import { defineTool, type ToolDefinition } from '../../src/tools/define.ts';
+import { ToolRegistry } from '../../src/tools/registry.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { RawMcp } from '../helpers/mcp.ts';
 import { startTestProcess, type TestProcessOptions } from '../helpers/server-process.ts';
@@ -214,4 +215,22 @@ describe('timeoutMs', () => {
     await stopProcess(worker);
     await stopProcess(server);
   }, 60_000);
+});
+
+describe('flow-control settings', () => {
+  it('are refused at registration unless whole numbers ≥ 1, naming the setting', () => {
+    const bad = [
+      { rateLimit: { limit: 0, per: 1_000 } },
+      { rateLimit: { limit: 1, per: 0.5 } },
+      { debounce: { ms: -1 } },
+      { timeoutMs: 0 },
+    ];
+    const names = ['rateLimit.limit', 'rateLimit.per', 'debounce.ms', 'timeoutMs'];
+    for (const [i, settings] of bad.entries()) {
+      expect(() => new ToolRegistry([{ ...rateLimited, ...settings } as ToolDefinition])).toThrow(
+        `Tool rate_limited: ${names[i]} must be a whole number ≥ 1`,
+      );
+    }
+    expect(() => new ToolRegistry(TOOLS)).not.toThrow();
+  });
 });
