@@ -154,6 +154,9 @@ async function claimGatedTask(
       .where('status', '=', 'working')
       .where('leased_by', 'is', null)
       .where('paused_at', 'is', null)
+      // Not one that is not due yet (it holds a place in its rate window, or a debounce waits): a
+      // delivery before its time changes nothing, above all not its place.
+      .where((eb) => eb.or([eb('run_after', 'is', null), eb('run_after', '<=', sql<Date>`now()`)]))
       .returning('attempt')
       .executeTakeFirst();
     if (full && waiting?.attempt === 0) await waitForRatePlace(trx, rate, taskId, runLater);
