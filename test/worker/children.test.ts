@@ -55,9 +55,16 @@ const callParent = defineTool({
   }),
   taskSupport: 'required',
   handler: async ({ text: t, fail, crashOnce }, ctx) => {
+    const args = { text: t, ms: 50, ...(fail !== undefined && { fail }) };
     try {
-      const handle = await ctx.spawn('echo_child', { text: t, ms: 50, ...(fail !== undefined && { fail }) });
-      if (crashOnce && !crashedOnce.has(ctx.taskId!)) {
+      if (!crashOnce) {
+        return {
+          content: [{ type: 'text', text: `child said ${text(await ctx.callTool('echo_child', args))}` }],
+        };
+      }
+      // spawn + join is callTool with a crash between the child's creation and the wait for it.
+      const handle = await ctx.spawn('echo_child', args);
+      if (!crashedOnce.has(ctx.taskId!)) {
         crashedOnce.add(ctx.taskId!);
         throw new Error('crash after the spawn');
       }
@@ -160,7 +167,7 @@ const childrenOf = async (taskId: string) =>
   ).rows;
 
 describe('child tasks', () => {
-  it('ctx.callTool-style spawn + join returns the child’s result; the child is the principal’s own task', async () => {
+  it('ctx.callTool returns the child’s result; the child is the principal’s own task', async () => {
     const parent = await call('call_parent', { text: 'hello' });
     const done = await ended(parent);
     expect(done.status).toBe('completed');
