@@ -8,6 +8,7 @@ import { priorityOfRank } from '../queue/priority.ts';
 import { admitCreation, type CreationQuotas } from './store/admission.ts';
 import { isIdempotencyRace, taskOfIdempotencyKey } from './store/idempotency.ts';
 import { requestCancel } from './store/cancel.ts';
+import { wakeSpawner } from './store/children.ts';
 import { insertClaimedTask, insertTask, insertTaskWith, type NewTask } from './store/create.ts';
 import type { ClaimedTask } from './store/lease.ts';
 import type { SignalDelivery } from '../core/signal-delivery.ts';
@@ -193,7 +194,9 @@ export class TaskService {
 
   async cancel(taskId: string, principal: string): Promise<void> {
     await this.#db.transaction().execute(async (trx) => {
-      await requestCancel(trx, taskId, principal);
+      const { cancelledNow, spawnedBy } = await requestCancel(trx, taskId, principal);
+      // A child cancelled at once ends here, not on a worker: its parent's join must hear of it.
+      if (cancelledNow && spawnedBy !== undefined) await wakeSpawner(trx, this.#queue, spawnedBy);
       await this.#onChange(trx, taskId);
     });
   }

@@ -80,7 +80,10 @@ async function finish(deps: LegDeps, leg: LegScope, f: Finish['outcome'], crash?
   });
   if (landed) deps.metrics?.tasksFinished.inc({ ...tool, status: f.status });
   // A child's end wakes its parent (a join waiting for it reads it then).
-  if (landed && task.spawnedBy !== undefined) await wakeSpawner(deps.db, deps.queue, task.spawnedBy);
+  const { spawnedBy } = task;
+  if (landed && spawnedBy !== undefined) {
+    await deps.db.transaction().execute((trx) => wakeSpawner(trx, deps.queue, spawnedBy));
+  }
   return landed;
 }
 

@@ -43,6 +43,35 @@ const waitChild = defineTool({
   },
 });
 
+/** Sleeps an hour: parked, held by no worker. */
+const sleepyChild = defineTool({
+  name: 'sleepy_child',
+  description: 'Sleeps an hour (a child task).',
+  inputSchema: z.object({}),
+  taskSupport: 'required',
+  handler: async (_args, ctx) => {
+    await ctx.sleep('nap', 3_600_000);
+    return { content: [] };
+  },
+});
+
+/** Calls sleepy_child and says how it ended. */
+const callSleepy = defineTool({
+  name: 'call_sleepy',
+  description: 'Calls sleepy_child and catches its end.',
+  inputSchema: z.object({}),
+  taskSupport: 'required',
+  handler: async (_args, ctx) => {
+    try {
+      await ctx.callTool('sleepy_child', {});
+      return { content: [{ type: 'text', text: 'woke' }] };
+    } catch (err) {
+      if (!(err instanceof ChildTaskFailedError)) throw err;
+      return { content: [{ type: 'text', text: `caught ${err.status}` }] };
+    }
+  },
+});
+
 const text = (r: { content: unknown[] }) => (r.content[0] as { text: string }).text;
 
 /** Parents that crash once after spawning: their replay must find the same child. */
@@ -127,7 +156,7 @@ const cancelParent = defineTool({
 });
 
 const server = useTestServer({
-  tools: [echoChild, waitChild, callParent, fanOut, nest, cancelParent],
+  tools: [echoChild, waitChild, sleepyChild, callSleepy, callParent, fanOut, nest, cancelParent],
   env: {
     WORKER_CONCURRENCY: '8',
     MAX_CHILD_DEPTH: '2',
@@ -298,5 +327,23 @@ describe('child tasks', () => {
     expect(shown.stdout).toContain(q!.task_id);
     const shownChild = await runCli(['tasks', 'show', q!.task_id], { env: { DATABASE_URL: server.tdb.url } });
     expect(shownChild.stdout).toContain(`started by ${parent} as echo_child#1`);
+  });
+
+  it('a child its client cancels while it sleeps wakes its parent, which catches the cancel', async () => {
+    const parent = await call('call_sleepy', {});
+    const child = await waitFor(
+      async () => {
+        const [row] = await childrenOf(parent);
+        if (row === undefined) return false;
+        const got = await server.mcp.result('tasks/get', { taskId: row.task_id }, as('alice'));
+        return String(got.statusMessage).startsWith('Sleeping') && row.task_id;
+      },
+      { timeoutMs: 10_000, what: 'the child sleeping' },
+    );
+    await server.mcp.result('tasks/cancel', { taskId: child }, as('alice'));
+    // Well before the parent's backstop look (a minute): the cancel itself wakes it.
+    const done = await ended(parent);
+    expect(done.status).toBe('completed');
+    expect(text(done.result)).toBe('caught cancelled');
   });
 });

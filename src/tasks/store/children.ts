@@ -150,21 +150,19 @@ export async function childrenSettled(
 /**
  * A child ended: its parent runs again (its join reads the children), if it still runs. A parent whose
  * attempt still holds it finds the child at its join or as it parks (settle.ts: handBack); a parent
- * waiting for something else replays to its wait and parks again.
+ * waiting for something else replays to its wait and parks again. Run it in a transaction.
  */
 export async function wakeSpawner(
-  db: Kysely<Database>,
+  trx: Kysely<Database>,
   queue: TaskQueue,
   parentTaskId: string,
 ): Promise<void> {
-  await db.transaction().execute(async (trx) => {
-    const parent = await trx
-      .selectFrom('tasks')
-      .select('task_id')
-      .where('task_id', '=', parentTaskId)
-      .where('status', '=', 'working')
-      .where('paused_at', 'is', null)
-      .executeTakeFirst();
-    if (parent !== undefined) await queue.enqueueRun(trx, parentTaskId);
-  });
+  const parent = await trx
+    .selectFrom('tasks')
+    .select('task_id')
+    .where('task_id', '=', parentTaskId)
+    .where('status', '=', 'working')
+    .where('paused_at', 'is', null)
+    .executeTakeFirst();
+  if (parent !== undefined) await queue.enqueueRun(trx, parentTaskId);
 }
