@@ -301,33 +301,39 @@ describe('child tasks', () => {
     expect((await ended(free!.task_id)).status).toBe('cancelled');
   });
 
-  it('tasks show and the dashboard’s task page link a parent and its children', async () => {
-    const parent = await call('fan_out', { texts: ['p', 'q'], delays: [0, 0], first: false });
-    await ended(parent);
-    const [p, q] = await childrenOf(parent);
-    const history = await adminGetTask(server.rt.db, parent);
-    expect(history?.children.map((c) => [c.taskId, c.name, c.toolName, c.status])).toEqual([
-      [p!.task_id, 'echo_child#0', 'echo_child', 'completed'],
-      [q!.task_id, 'echo_child#1', 'echo_child', 'completed'],
-    ]);
-    expect(history?.parent).toBeNull();
-    const childHistory = await adminGetTask(server.rt.db, q!.task_id);
-    expect(childHistory?.parent).toEqual({ taskId: parent, name: 'echo_child#1', detached: false });
-    const page = await pageText(
-      taskPage(childHistory!, { csrf: 'x', actor: 'op' }, { events: undefined, followable: false }),
-    );
-    expect(page).toContain(`href="/dashboard/tasks/${parent}"`);
-    const parentPage = await pageText(
-      taskPage(history!, { csrf: 'x', actor: 'op' }, { events: undefined, followable: false }),
-    );
-    expect(parentPage).toContain(`href="/dashboard/tasks/${q!.task_id}"`);
-    const shown = await runCli(['tasks', 'show', parent], { env: { DATABASE_URL: server.tdb.url } });
-    expect(shown.code).toBe(0);
-    expect(shown.stdout).toContain('children (2)');
-    expect(shown.stdout).toContain(q!.task_id);
-    const shownChild = await runCli(['tasks', 'show', q!.task_id], { env: { DATABASE_URL: server.tdb.url } });
-    expect(shownChild.stdout).toContain(`started by ${parent} as echo_child#1`);
-  });
+  it(
+    'tasks show and the dashboard’s task page link a parent and its children',
+    { timeout: 90_000 },
+    async () => {
+      const parent = await call('fan_out', { texts: ['p', 'q'], delays: [0, 0], first: false });
+      await ended(parent);
+      const [p, q] = await childrenOf(parent);
+      const history = await adminGetTask(server.rt.db, parent);
+      expect(history?.children.map((c) => [c.taskId, c.name, c.toolName, c.status])).toEqual([
+        [p!.task_id, 'echo_child#0', 'echo_child', 'completed'],
+        [q!.task_id, 'echo_child#1', 'echo_child', 'completed'],
+      ]);
+      expect(history?.parent).toBeNull();
+      const childHistory = await adminGetTask(server.rt.db, q!.task_id);
+      expect(childHistory?.parent).toEqual({ taskId: parent, name: 'echo_child#1', detached: false });
+      const page = await pageText(
+        taskPage(childHistory!, { csrf: 'x', actor: 'op' }, { events: undefined, followable: false }),
+      );
+      expect(page).toContain(`href="/dashboard/tasks/${parent}"`);
+      const parentPage = await pageText(
+        taskPage(history!, { csrf: 'x', actor: 'op' }, { events: undefined, followable: false }),
+      );
+      expect(parentPage).toContain(`href="/dashboard/tasks/${q!.task_id}"`);
+      const shown = await runCli(['tasks', 'show', parent], { env: { DATABASE_URL: server.tdb.url } });
+      expect(shown.code).toBe(0);
+      expect(shown.stdout).toContain('children (2)');
+      expect(shown.stdout).toContain(q!.task_id);
+      const shownChild = await runCli(['tasks', 'show', q!.task_id], {
+        env: { DATABASE_URL: server.tdb.url },
+      });
+      expect(shownChild.stdout).toContain(`started by ${parent} as echo_child#1`);
+    },
+  );
 
   it('a child its client cancels while it sleeps wakes its parent, which catches the cancel', async () => {
     const parent = await call('call_sleepy', {});
