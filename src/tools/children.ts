@@ -1,6 +1,7 @@
 // The tool API of child tasks (ctx.callTool, ctx.spawn, ctx.join, ctx.joinFirst): handles, options, and
 // the error a child that did not complete arrives as.
 import type { CallToolResult } from '../core/wire.ts';
+import { markClass } from '../core/marks.ts';
 import { NonRetryableError } from './retry.ts';
 
 /** A child task started with `ctx.spawn`: pass it to `ctx.join` or `ctx.joinFirst`. */
@@ -57,3 +58,5 @@ export class ChildTaskFailedError extends NonRetryableError {
     super(`child task ${childTaskId} (${toolName}) ${status}: ${reason}`);
   }
 }
+// (A tools module may catch it from another copy of the package than the one that threw it.)
+markClass(ChildTaskFailedError, 'ChildTaskFailedError');
