@@ -1,3 +1,4 @@
+import { wakeSpawnersOf } from '../tasks/store/children.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { Metrics } from '../core/metrics.ts';
@@ -89,7 +90,16 @@ export function createSweeper({
     const redelivered = idle() ? await drain(requeue(redeliverStuckRuns), batchSize) : 0;
     metrics?.redeliveries.inc(redelivered);
     const reclaimed = takenOver + redelivered;
-    const expired = await drain(async () => (await expireTasks(db, batchSize)).length, batchSize);
+    // (An expired child ends where no worker sees it: its parent is woken with the expiry.)
+    const expired = await drain(
+      () =>
+        db.transaction().execute(async (trx) => {
+          const ids = await expireTasks(trx, batchSize);
+          await wakeSpawnersOf(trx, queue, ids);
+          return ids.length;
+        }),
+      batchSize,
+    );
     const chunks = await drain(
       () => purgeArtifactChunks(db, ARTIFACT_PURGE_CHUNKS, purgeGraceMs),
       ARTIFACT_PURGE_CHUNKS,

@@ -55,19 +55,32 @@ const sleepyChild = defineTool({
   },
 });
 
-/** Calls sleepy_child and says how it ended. */
+/** Sleeps an hour with a TTL of a quarter second: it expires while it sleeps. */
+const expiringChild = defineTool({
+  name: 'expiring_child',
+  description: 'Expires while it sleeps (a child task).',
+  inputSchema: z.object({}),
+  taskSupport: 'required',
+  ttlMs: 250,
+  handler: async (_args, ctx) => {
+    await ctx.sleep('nap', 3_600_000);
+    return { content: [] };
+  },
+});
+
+/** Calls sleepy_child (or `tool`) and says how it ended. */
 const callSleepy = defineTool({
   name: 'call_sleepy',
   description: 'Calls sleepy_child and catches its end.',
-  inputSchema: z.object({}),
+  inputSchema: z.object({ tool: z.string().default('sleepy_child') }),
   taskSupport: 'required',
-  handler: async (_args, ctx) => {
+  handler: async ({ tool }, ctx) => {
     try {
-      await ctx.callTool('sleepy_child', {});
+      await ctx.callTool(tool, {});
       return { content: [{ type: 'text', text: 'woke' }] };
     } catch (err) {
       if (!(err instanceof ChildTaskFailedError)) throw err;
-      return { content: [{ type: 'text', text: `caught ${err.status}` }] };
+      return { content: [{ type: 'text', text: `caught ${err.status}: ${err.message}` }] };
     }
   },
 });
@@ -156,7 +169,17 @@ const cancelParent = defineTool({
 });
 
 const server = useTestServer({
-  tools: [echoChild, waitChild, sleepyChild, callSleepy, callParent, fanOut, nest, cancelParent],
+  tools: [
+    echoChild,
+    waitChild,
+    sleepyChild,
+    expiringChild,
+    callSleepy,
+    callParent,
+    fanOut,
+    nest,
+    cancelParent,
+  ],
   env: {
     WORKER_CONCURRENCY: '8',
     MAX_CHILD_DEPTH: '2',
@@ -350,6 +373,25 @@ describe('child tasks', () => {
     // Well before the parent's backstop look (a minute): the cancel itself wakes it.
     const done = await ended(parent);
     expect(done.status).toBe('completed');
-    expect(text(done.result)).toBe('caught cancelled');
+    expect(text(done.result)).toBe(
+      `caught cancelled: child task ${child} (sleepy_child) cancelled: Cancelled by request`,
+    );
+  });
+
+  it('a child that expires wakes its parent with the expiry, which it catches', async () => {
+    const parent = await call('call_sleepy', { tool: 'expiring_child' });
+    // The sweeper's pass (tests sweep by hand) expires the child and wakes its parent.
+    const child = await waitFor(
+      async () => {
+        await server.rt.workers!.sweep();
+        const [row] = await childrenOf(parent);
+        return row?.status === 'failed' && row.task_id;
+      },
+      { timeoutMs: 10_000, what: 'the child expired' },
+    );
+    const done = await ended(parent);
+    expect(text(done.result)).toBe(
+      `caught failed: child task ${child} (expiring_child) failed: Task has expired`,
+    );
   });
 });

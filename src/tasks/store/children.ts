@@ -166,3 +166,20 @@ export async function wakeSpawner(
     .executeTakeFirst();
   if (parent !== undefined) await queue.enqueueRun(trx, parentTaskId);
 }
+
+/** wakeSpawner for the parents of those of `taskIds` that are children (tasks the sweeper just expired). */
+export async function wakeSpawnersOf(
+  trx: Kysely<Database>,
+  queue: TaskQueue,
+  taskIds: readonly string[],
+): Promise<void> {
+  if (taskIds.length === 0) return;
+  const rows = await trx
+    .selectFrom('tasks')
+    .select('spawned_by')
+    .distinct()
+    .where('task_id', 'in', taskIds)
+    .where('spawned_by', 'is not', null)
+    .execute();
+  for (const { spawned_by } of rows) await wakeSpawner(trx, queue, spawned_by!);
+}
