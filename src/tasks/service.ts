@@ -193,12 +193,16 @@ export class TaskService {
   }
 
   async cancel(taskId: string, principal: string): Promise<void> {
-    await this.#db.transaction().execute(async (trx) => {
-      const { cancelledNow, spawnedBy } = await requestCancel(trx, taskId, principal);
-      // A child cancelled at once ends here, not on a worker: its parent's join must hear of it.
-      if (cancelledNow && spawnedBy !== undefined) await wakeSpawner(trx, this.#queue, spawnedBy);
+    const { cancelledNow, spawnedBy } = await this.#db.transaction().execute(async (trx) => {
+      const outcome = await requestCancel(trx, taskId, principal);
       await this.#onChange(trx, taskId);
+      return outcome;
     });
+    // A child cancelled at once ended here, not on a worker: its parent's join must hear of it (a crash
+    // before this leaves it to the parent's backstop look).
+    if (cancelledNow && spawnedBy !== undefined) {
+      await this.#db.transaction().execute((trx) => wakeSpawner(trx, this.#queue, spawnedBy));
+    }
   }
 
   /**

@@ -91,15 +91,11 @@ export function createSweeper({
     metrics?.redeliveries.inc(redelivered);
     const reclaimed = takenOver + redelivered;
     // (An expired child ends where no worker sees it: its parent is woken with the expiry.)
-    const expired = await drain(
-      () =>
-        db.transaction().execute(async (trx) => {
-          const ids = await expireTasks(trx, batchSize);
-          await wakeSpawnersOf(trx, queue, ids);
-          return ids.length;
-        }),
-      batchSize,
-    );
+    const expired = await drain(async () => {
+      const ids = await expireTasks(db, batchSize);
+      await wakeSpawnersOf(db, queue, ids);
+      return ids.length;
+    }, batchSize);
     const chunks = await drain(
       () => purgeArtifactChunks(db, ARTIFACT_PURGE_CHUNKS, purgeGraceMs),
       ARTIFACT_PURGE_CHUNKS,

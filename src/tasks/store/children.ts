@@ -148,9 +148,13 @@ export async function childrenSettled(
 }
 
 /**
- * A child ended: its parent runs again (its join reads the children), if it still runs. A parent whose
- * attempt still holds it finds the child at its join or as it parks (settle.ts: handBack); a parent
- * waiting for something else replays to its wait and parks again. Run it in a transaction.
+ * A child ended (committed): its parent runs again (its join reads the children), if it still runs. A
+ * parent waiting for something else replays to its wait and parks again. The parent's row is locked
+ * first: a parent parking right now (settle.ts: handBack, which looked at its children before this
+ * child's end committed) has released it by then, so its run is claimed; one that parks later looks
+ * after this child's end. (Without the lock the run's claim could see the parent still leased and be
+ * turned away, and the parent would wait for its backstop look.) Run it in a transaction of its own,
+ * after the child's end committed: one that also locks the child could deadlock with a parent that ends.
  */
 export async function wakeSpawner(
   trx: Kysely<Database>,
@@ -163,23 +167,26 @@ export async function wakeSpawner(
     .where('task_id', '=', parentTaskId)
     .where('status', '=', 'working')
     .where('paused_at', 'is', null)
+    .forShare()
     .executeTakeFirst();
   if (parent !== undefined) await queue.enqueueRun(trx, parentTaskId);
 }
 
-/** wakeSpawner for the parents of those of `taskIds` that are children (tasks the sweeper just expired). */
+/** wakeSpawner, each in its own transaction, for the parents of those of `taskIds` that are children. */
 export async function wakeSpawnersOf(
-  trx: Kysely<Database>,
+  db: Kysely<Database>,
   queue: TaskQueue,
   taskIds: readonly string[],
 ): Promise<void> {
   if (taskIds.length === 0) return;
-  const rows = await trx
+  const rows = await db
     .selectFrom('tasks')
     .select('spawned_by')
     .distinct()
     .where('task_id', 'in', taskIds)
     .where('spawned_by', 'is not', null)
     .execute();
-  for (const { spawned_by } of rows) await wakeSpawner(trx, queue, spawned_by!);
+  for (const { spawned_by } of rows) {
+    await db.transaction().execute((trx) => wakeSpawner(trx, queue, spawned_by!));
+  }
 }
