@@ -177,6 +177,12 @@ const ConfigSchema = z.object({
   MAX_STEPS_PER_TASK: intFromEnv(100_000, 1).describe(
     'Steps (ctx.step checkpoints, sleeps, signals) one task may record; the next one fails the task with -32603 naming the limit.',
   ),
+  MAX_CHILD_DEPTH: intFromEnv(5, 1).describe(
+    'How deep child tasks (ctx.callTool, ctx.spawn) may nest: a task started by a client is at depth 0, its children at 1; a spawn deeper than this fails with an error naming the setting.',
+  ),
+  MAX_CHILDREN_PER_TASK: intFromEnv(1_000, 1).describe(
+    'Child tasks (ctx.callTool, ctx.spawn) one task may start in all; the next spawn fails with an error naming the setting.',
+  ),
   MAX_RESULT_BYTES: intFromEnv(1_048_576, 1).describe(
     "A tool result larger than this (as JSON) is stored as the task's artifact `tool-result.json`, and the result the client gets holds a resource_link to it.",
   ),

@@ -19,6 +19,8 @@ export type {
 } from './tools/define.ts';
 export type { Steering, SteeringMessage, SteeringWaitOptions } from './tools/steering.ts';
 export { NonRetryableError, StepFailedError, StepTimeoutError } from './tools/retry.ts';
+export { ChildTaskFailedError } from './tools/children.ts';
+export type { ChildFailureStatus, ChildHandle, ChildOptions, FirstChild } from './tools/children.ts';
 export type { MapItemInfo, MapOptions, RetryPolicy, StepInfo, StepOptions } from './tools/retry.ts';
 export type { ArtifactLink, ArtifactOptions, ArtifactSource } from './core/artifacts.ts';
 export { defineResource, defineResourceTemplate } from './resources/define.ts';

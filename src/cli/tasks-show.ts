@@ -129,9 +129,26 @@ function actionsSection(actions: TaskHistory['actions']): string {
   );
 }
 
+/** The task that started this one, and the child tasks it started (shown only when there are any). */
+function familySection({ parent, children }: TaskHistory): string {
+  const detached = (d: boolean) => (d ? ' (detached)' : '');
+  const started =
+    parent === null ? '' : `\nstarted by ${parent.taskId} as ${parent.name}${detached(parent.detached)}\n`;
+  if (children.length === 0) return started;
+  return (
+    started +
+    `\nchildren (${children.length})\n` +
+    table(
+      ['TASK', 'NAME', 'TOOL', 'STATUS'],
+      children.map((c) => [c.taskId, `${c.name}${detached(c.detached)}`, c.toolName, c.status]),
+    )
+  );
+}
+
 function showText(history: TaskHistory): string {
   return (
     fieldsSection(history) +
+    familySection(history) +
     attemptsSection(history.attempts) +
     stepsSection(history.steps) +
     stepFailuresSection(history.stepFailures) +

@@ -53,6 +53,14 @@ export interface TasksTable {
   parent_task_id: ColumnType<string | null, string | null | undefined, string | null>;
   map_name: ColumnType<string | null, string | null | undefined, string | null>;
   map_index: ColumnType<number | null, number | null | undefined, number | null>;
+  /**
+   * A child task (ctx.callTool, ctx.spawn): the task that spawned it and the name it was spawned under
+   * (unique per parent), how deep it is (0: started by a client), and whether it outlives its parent.
+   */
+  spawned_by: ColumnType<string | null, string | null | undefined, string | null>;
+  spawn_name: ColumnType<string | null, string | null | undefined, string | null>;
+  spawn_depth: ColumnType<number, number | undefined, number>;
+  spawn_detached: ColumnType<boolean, boolean | undefined, boolean>;
   /** The tool's concurrency key for this task (`defineTool({ concurrency })`), and its limit. */
   concurrency_key: ColumnType<string | null, string | null | undefined, string | null>;
   concurrency_limit: ColumnType<number | null, number | null | undefined, number | null>;

@@ -296,6 +296,9 @@ function startWorkers(
     maxStepBytes: config.MAX_STEP_BYTES,
     maxArtifactBytes: config.MAX_ARTIFACT_BYTES,
     maxStepsPerTask: config.MAX_STEPS_PER_TASK,
+    childLimits: { maxDepth: config.MAX_CHILD_DEPTH, maxPerTask: config.MAX_CHILDREN_PER_TASK },
+    taskDefaults: { ttlMs: config.TASK_TTL_MS, pollIntervalMs: config.TASK_POLL_INTERVAL_MS },
+    maxArgumentsBytes: config.MAX_ARGUMENTS_BYTES,
     eventLimits: {
       maxEventBytes: config.MAX_EVENT_BYTES,
       maxEventsPerTask: config.MAX_EVENTS_PER_TASK,

@@ -9,6 +9,7 @@ import { admitCreation, type CreationQuotas } from './store/admission.ts';
 import { isIdempotencyRace, taskOfIdempotencyKey } from './store/idempotency.ts';
 import { requestCancel } from './store/cancel.ts';
 import { joinDebouncedTask, lockDebounceKey } from './store/debounce.ts';
+import { wakeSpawner } from './store/children.ts';
 import { insertClaimedTask, insertTask, insertTaskWith, type NewTask } from './store/create.ts';
 import type { ClaimedTask } from './store/lease.ts';
 import type { SignalDelivery } from '../core/signal-delivery.ts';
@@ -222,10 +223,16 @@ export class TaskService {
   }
 
   async cancel(taskId: string, principal: string): Promise<void> {
-    await this.#db.transaction().execute(async (trx) => {
-      await requestCancel(trx, taskId, principal);
+    const { cancelledNow, spawnedBy } = await this.#db.transaction().execute(async (trx) => {
+      const outcome = await requestCancel(trx, taskId, principal);
       await this.#onChange(trx, taskId);
+      return outcome;
     });
+    // A child cancelled at once ended here, not on a worker: its parent's join must hear of it (a crash
+    // before this leaves it to the parent's backstop look).
+    if (cancelledNow && spawnedBy !== undefined) {
+      await this.#db.transaction().execute((trx) => wakeSpawner(trx, this.#queue, spawnedBy));
+    }
   }
 
   /**

@@ -42,6 +42,10 @@ export interface ContextBackend {
   artifact: ToolContext['artifact'];
   createSignal(name: string, opts?: { timeoutMs?: number }): Promise<SignalHandle>;
   waitForSignal(signal: SignalHandle, opts?: { statusMessage?: string }): Promise<SignalResult>;
+  callTool: ToolContext['callTool'];
+  spawn: ToolContext['spawn'];
+  join: ToolContext['join'];
+  joinFirst: ToolContext['joinFirst'];
   input(requests: InputRequests): Promise<Record<string, JsonObject>>;
   /** A task's steering messages; absent for a synchronous call, whose reads then fail (NO_STEERING). */
   steering?: Steering | undefined;
@@ -71,6 +75,10 @@ export function createToolContext(backend: ContextBackend): ToolContext {
     artifact: (name, source, options) => backend.artifact(name, source, options),
     createSignal: (name, opts) => backend.createSignal(name, opts),
     waitForSignal: (signal, opts) => backend.waitForSignal(signal, opts),
+    callTool: (name, args, options) => backend.callTool(name, args, options),
+    spawn: (name, args, options) => backend.spawn(name, args, options),
+    join: (handles) => backend.join(handles),
+    joinFirst: (handles) => backend.joinFirst(handles),
     input: (requests) => backend.input(requests),
     steering: backend.steering ?? NO_STEERING,
     elicit: async (key, params) =>

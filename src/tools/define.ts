@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { MapItemFn, MapOptions, RetryPolicy, StepFn, StepOptions } from './retry.ts';
 import type { ServerEvents } from '../core/server-events.ts';
 import type { Steering } from './steering.ts';
+import type { ChildHandle, ChildOptions, FirstChild } from './children.ts';
 import type {
   CallToolResult,
   ClientCapabilities,
@@ -102,6 +103,34 @@ export interface ToolContext {
    * the items in its request.
    */
   map<T, R>(name: string, items: readonly T[], fn: MapItemFn<T, R>, options?: MapOptions): Promise<R[]>;
+  /**
+   * Runs another tool of this server as a child task and returns its result: a task of the same principal
+   * (`tasks/get` works on it; `tasks show` links it to this one), created once — a replay, even after
+   * the worker died between creating it and checkpointing, gets the same child — with `args` checked as
+   * `tools/call` checks them. Meanwhile this task waits without a worker slot, its statusMessage saying
+   * `k/n children`. A child that failed, was cancelled or expired throws ChildTaskFailedError (catch it to
+   * go on). A cancel of this task cancels its children (`detached: true` keeps one running), as does its
+   * end. Bounded by MAX_CHILD_DEPTH and MAX_CHILDREN_PER_TASK. Tasks only.
+   */
+  callTool(name: string, args: JsonObject, options?: ChildOptions): Promise<CallToolResult>;
+  /**
+   * Starts a child task as `callTool` does, without waiting for it: its handle, for `join` or
+   * `joinFirst` (children run at once, in parallel over the worker pool). Tasks only.
+   */
+  spawn(name: string, args: JsonObject, options?: ChildOptions): Promise<ChildHandle>;
+  /**
+   * Waits, without a worker slot, until every child ended; their results in the handles' order. The
+   * first child (in that order) found failed or cancelled throws ChildTaskFailedError at once, without
+   * waiting for the others (they run on until this task ends, which cancels them). What the join got is
+   * checkpointed: a replay returns the same, never reads the children again. Tasks only.
+   */
+  join(handles: readonly ChildHandle[]): Promise<CallToolResult[]>;
+  /**
+   * Waits, without a worker slot, until one of the children ended: the first to end, checkpointed (a
+   * replay returns the same one). Its failure throws ChildTaskFailedError. The others run on: join them
+   * later, or they are cancelled when this task ends (unless detached). Tasks only.
+   */
+  joinFirst(handles: readonly ChildHandle[]): Promise<FirstChild>;
   /**
    * Waits `duration` ms, or until a Date, durably: the deadline is recorded once under `name` (unique
    * within the task, like a step's), the leg ends and the task stays `working` with a statusMessage

@@ -9,6 +9,9 @@ import type { LogLevel } from './define.ts';
 const SIGNALS_NEED_A_TASK =
   "signals need a task: give the tool taskSupport 'required' (a synchronous call cannot wait for one)";
 
+const CHILDREN_NEED_A_TASK =
+  "child tasks need a task: give the tool taskSupport 'required' (a synchronous call cannot wait for one)";
+
 const ARTIFACTS_NEED_A_TASK =
   "artifacts need a task: give the tool taskSupport 'required' (a synchronous call's output is its result)";
 
@@ -79,6 +82,10 @@ export function createRequestBackend(opts: RequestBackendOptions): ContextBacken
     // A signal is delivered later, by someone else: only a task can wait for one.
     createSignal: () => Promise.reject(new Error(SIGNALS_NEED_A_TASK)),
     waitForSignal: () => Promise.reject(new Error(SIGNALS_NEED_A_TASK)),
+    callTool: () => Promise.reject(new Error(CHILDREN_NEED_A_TASK)),
+    spawn: () => Promise.reject(new Error(CHILDREN_NEED_A_TASK)),
+    join: () => Promise.reject(new Error(CHILDREN_NEED_A_TASK)),
+    joinFirst: () => Promise.reject(new Error(CHILDREN_NEED_A_TASK)),
     input(requests) {
       assertInputSupported(requests, opts.clientCapabilities);
       const missing = Object.keys(requests).filter((key) => opts.responses[key] === undefined);

@@ -16,6 +16,7 @@ import type { Metrics } from '../core/metrics.ts';
 import { createArtifactWriter } from './attempt-artifacts.ts';
 import { createMapRunner, type MapItemLeg } from './attempt-map.ts';
 import { createAttemptSignals } from './attempt-signals.ts';
+import { createAttemptChildren, type ChildrenSettings } from './attempt-children.ts';
 import { createAttemptSteering } from './attempt-steering.ts';
 import { silentStatus, throttledStatus, type AttemptStatus } from './attempt-status.ts';
 import { SERVER_EVENTS } from '../core/task-events.ts';
@@ -67,6 +68,8 @@ export interface AttemptBackendOptions {
    * checkpoints to the map, writes nothing and waits for nothing, and runs this item only.
    */
   mapItem?: MapItemLeg | undefined;
+  /** What child tasks are made with (ctx.callTool, ctx.spawn). */
+  children: ChildrenSettings;
   log: Logger;
 }
 
@@ -144,6 +147,7 @@ export function createAttemptBackend(opts: AttemptBackendOptions): AttemptBacken
     },
     sleep: (name, duration) => durableSleep({ step, signal, status, replayOnly }, name, duration),
     ...createAttemptSignals({ ...opts, step, status, replayOnly }),
+    ...createAttemptChildren({ ...opts, step, status, replayOnly }),
     steering: createAttemptSteering({ ...opts, step, status, replayOnly }),
     input: (requests) => askForInput(opts, { status, events, replayOnly }, requests),
   };

@@ -11,6 +11,7 @@ import type { Finish } from '../tasks/store/finish.ts';
 import type { ClaimedTask } from '../tasks/store/lease.ts';
 import type { StepRecord } from '../tasks/store/steps.ts';
 import type { EventLimits } from './attempt-events.ts';
+import type { ChildrenSettings } from './attempt-children.ts';
 import type { MapItemCache } from './map-item.ts';
 import type { RunningAttempts } from './outcome.ts';
 
@@ -47,6 +48,8 @@ export interface LegDeps {
   maxArtifactBytes?: number | undefined;
   /** MAX_EVENT_BYTES, MAX_EVENTS_PER_TASK, MAX_EVENT_BYTES_PER_TASK. */
   eventLimits: EventLimits;
+  /** What child tasks (ctx.callTool, ctx.spawn) are made with: tools, defaults, limits. */
+  children: Omit<ChildrenSettings, 'tools'>;
   /** Map items' parents, read once per worker (see map-item.ts). */
   maps: MapItemCache;
   /** The pool's batched writes (see coalesce.ts). */

@@ -12,11 +12,12 @@ export class SuspendForInput extends Error {
 }
 
 /**
- * What a parked task waits for besides its time: a signal's delivery, a map's last item, or a steering
- * message after the one numbered `steering`. Any may come while the parking attempt still holds the
+ * What a parked task waits for besides its time: a signal's delivery, a map's last item, a steering
+ * message after the one numbered `steering`, or its children's ends (a join). Any may come while the parking attempt still holds the
  * task (its wake-up is then turned away), so the park looks once more before it lets go.
  */
-export type ParkedOn = { signal: string } | { map: string } | { steering: number };
+export type ParkedOn =
+  { signal: string } | { map: string } | { steering: number } | { children: string[]; mode: 'all' | 'first' };
 
 /**
  * Thrown by `sleep`, `waitForSignal` and `map` once what they wait for is recorded: this leg ends, the

@@ -147,6 +147,7 @@ function backendFor(
     metrics: deps.metrics,
     queue: deps.queue,
     mapItem,
+    children: { tools: deps.tools, ...deps.children },
     log: leg.log,
   });
 }

@@ -30,6 +30,8 @@ import { createSweeper, type MaintenanceJob } from './sweeper.ts';
 import { signalPath } from '../core/signal-delivery.ts';
 import { deleteOldEvents } from '../tasks/store/events.ts';
 import { DEFAULT_EVENT_LIMITS, type EventLimits } from './attempt-events.ts';
+import type { ChildLimits } from '../tasks/store/children.ts';
+import type { TaskDefaults } from '../launch/tool-task.ts';
 
 export interface WorkerPoolOptions {
   db: Kysely<Database>;
@@ -61,6 +63,12 @@ export interface WorkerPoolOptions {
   maxArtifactBytes?: number | undefined;
   /** MAX_STEPS_PER_TASK: a task recording more steps fails. */
   maxStepsPerTask?: number | undefined;
+  /** MAX_CHILD_DEPTH and MAX_CHILDREN_PER_TASK; defaults as the settings'. */
+  childLimits?: ChildLimits | undefined;
+  /** TASK_TTL_MS and TASK_POLL_INTERVAL_MS, for child tasks whose tool sets none; defaults as the settings'. */
+  taskDefaults?: TaskDefaults | undefined;
+  /** MAX_ARGUMENTS_BYTES, for child tasks' arguments; default as the setting's. */
+  maxArgumentsBytes?: number | undefined;
   /** The bounds on a task's events (MAX_EVENT_BYTES…); defaults as the settings'. */
   eventLimits?: EventLimits | undefined;
   /** TASK_EVENT_RETENTION_MS: the sweep deletes older events; 0 or undefined keeps them with their task. */
@@ -298,6 +306,11 @@ function legDepsOf(opts: WorkerPoolOptions, { workerId, leaseMs, running, slots,
     maxResultBytes: opts.maxResultBytes,
     maxStepsPerTask: opts.maxStepsPerTask,
     eventLimits: opts.eventLimits ?? DEFAULT_EVENT_LIMITS,
+    children: {
+      limits: opts.childLimits ?? { maxDepth: 5, maxPerTask: 1_000 },
+      taskDefaults: opts.taskDefaults ?? { ttlMs: 3_600_000, pollIntervalMs: 1_000 },
+      maxArgumentsBytes: opts.maxArgumentsBytes ?? 262_144,
+    },
     maxStepBytes: opts.maxStepBytes,
     maxArtifactBytes: opts.maxArtifactBytes,
     signalUrl: opts.signalUrl ?? signalPath,

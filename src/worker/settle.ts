@@ -5,6 +5,7 @@ import { isStorable } from '../core/limits.ts';
 import { settleCancelRequest, type Finish } from '../tasks/store/finish.ts';
 import { readSignal } from '../tasks/store/signals.ts';
 import { mapSettled } from '../tasks/store/maps.ts';
+import { childrenSettled, wakeSpawner } from '../tasks/store/children.ts';
 import { releaseTask, type ClaimedTask } from '../tasks/store/lease.ts';
 import { attemptError, recordAttemptEnd, type AttemptEnd } from '../tasks/store/attempt-ends.ts';
 import { pauseAttempt } from '../tasks/store/pause.ts';
@@ -78,6 +79,11 @@ async function finish(deps: LegDeps, leg: LegScope, f: Finish['outcome'], crash?
     crash: crash && attemptError(crash),
   });
   if (landed) deps.metrics?.tasksFinished.inc({ ...tool, status: f.status });
+  // A child's end wakes its parent (a join waiting for it reads it then).
+  const { spawnedBy } = task;
+  if (landed && spawnedBy !== undefined) {
+    await deps.db.transaction().execute((trx) => wakeSpawner(trx, deps.queue, spawnedBy));
+  }
   return landed;
 }
 
@@ -240,6 +246,7 @@ export async function handBack(
 async function parkedOnIsDone(db: Kysely<Database>, taskId: string, on: ParkedOn): Promise<boolean> {
   if ('signal' in on) return (await readSignal(db, taskId, on.signal))?.deliveredAt != null;
   if ('steering' in on) return hasSteeringAfter(db, taskId, on.steering);
+  if ('children' in on) return childrenSettled(db, taskId, on.children, on.mode);
   return mapSettled(db, { parentTaskId: taskId, mapName: on.map });
 }
 

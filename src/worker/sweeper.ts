@@ -1,3 +1,4 @@
+import { wakeSpawnersOf } from '../tasks/store/children.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { Metrics } from '../core/metrics.ts';
@@ -90,8 +91,14 @@ export function createSweeper({
     const redelivered = idle() ? await drain(requeue(redeliverStuckRuns), batchSize) : 0;
     metrics?.redeliveries.inc(redelivered);
     const reclaimed = takenOver + redelivered;
-    const timedOut = await drain(async () => (await failTimedOutTasks(db, batchSize)).length, batchSize);
-    const expired = await drain(async () => (await expireTasks(db, batchSize)).length, batchSize);
+    // (A child that times out or expires ends where no worker sees it: its parent is woken with it.)
+    const endAndWake = (end: (db: Kysely<Database>, limit: number) => Promise<string[]>) => async () => {
+      const ids = await end(db, batchSize);
+      await wakeSpawnersOf(db, queue, ids);
+      return ids.length;
+    };
+    const timedOut = await drain(endAndWake(failTimedOutTasks), batchSize);
+    const expired = await drain(endAndWake(expireTasks), batchSize);
     const chunks = await drain(
       () => purgeArtifactChunks(db, ARTIFACT_PURGE_CHUNKS, purgeGraceMs),
       ARTIFACT_PURGE_CHUNKS,

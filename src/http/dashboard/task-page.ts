@@ -8,6 +8,7 @@ import { eventLogSection, liveScript } from './event-log.ts';
 import { ago, iso, PAGE_TEXT_CHARS, truncate, type Html } from './format.ts';
 import { layout, type Viewer } from './layout.ts';
 import { argumentsSection, artifactsTable, attemptsTable, waitingSection } from './task-sections.ts';
+import { familySection } from './task-family.ts';
 import { isActive, refusal, statusBadges, TASK_ACTIONS, taskHref } from './task-state.ts';
 import { timelineEvents } from './timeline.ts';
 
@@ -103,7 +104,7 @@ function taskSections(history: TaskHistory, refresh: boolean): Html {
   const { task } = history;
   return html`<h1>Task <code>${task.taskId}</code> ${statusBadges(task)}</h1>
     ${waitingSection(history.inputRequests)} ${pausedSection(task)} ${facts(task)} ${actionLinks(task)}
-    ${argumentsSection(history.arguments)} ${attemptsTable(history.attempts, task)}
+    ${familySection(history)} ${argumentsSection(history.arguments)} ${attemptsTable(history.attempts, task)}
     <h2>Timeline</h2>
     <ol class="timeline">
       ${timelineEvents(history).map((e) => html`<li><time>${iso(e.at)}</time> ${e.what}</li>`)}

@@ -47,6 +47,10 @@ export interface TaskHistory {
   }[];
   /** What operators (and a client's cancel, when an operator's is not recorded) did to it, oldest first. */
   actions: TaskAction[];
+  /** The task that started it (ctx.callTool, ctx.spawn), under which name; null for a client's task. */
+  parent: { taskId: string; name: string; detached: boolean } | null;
+  /** The child tasks it started, oldest first. */
+  children: { taskId: string; name: string; toolName: string; status: string; detached: boolean }[];
   /** Its complete artifacts, by name (one being written is not listed until it completes). */
   artifacts: {
     name: string;
@@ -63,13 +67,14 @@ export async function adminGetTask(db: Kysely<Database>, taskId: string): Promis
   if (!isWellFormedTaskId(taskId)) return undefined; // (a NUL or a 10 kB id names no task)
   const row = await readTaskRow(db, taskId);
   if (row === undefined) return undefined;
-  const [steps, stepFailures, inputRequests, attempts, artifacts, actions] = await Promise.all([
+  const [steps, stepFailures, inputRequests, attempts, artifacts, actions, children] = await Promise.all([
     readSteps(db, taskId),
     readStepFailures(db, taskId),
     readInputRequests(db, taskId),
     readAttempts(db, taskId),
     readArtifacts(db, taskId),
     readActions(db, taskId),
+    readChildren(db, taskId),
   ]);
   return {
     task: toAdminTask(row),
@@ -80,14 +85,37 @@ export async function adminGetTask(db: Kysely<Database>, taskId: string): Promis
     attempts,
     artifacts,
     actions,
+    parent:
+      row.spawned_by === null
+        ? null
+        : { taskId: row.spawned_by, name: row.spawn_name ?? '', detached: row.spawn_detached },
+    children,
   };
+}
+
+/** The children a task started (at most MAX_CHILDREN_PER_TASK), oldest first. */
+async function readChildren(db: Kysely<Database>, taskId: string): Promise<TaskHistory['children']> {
+  const rows = await db
+    .selectFrom('tasks')
+    .select(['task_id', 'spawn_name', 'tool_name', 'status', 'spawn_detached'])
+    .where('spawned_by', '=', taskId)
+    .orderBy('created_at')
+    .orderBy('task_id')
+    .execute();
+  return rows.map((r) => ({
+    taskId: r.task_id,
+    name: r.spawn_name ?? '',
+    toolName: r.tool_name,
+    status: r.status,
+    detached: r.spawn_detached,
+  }));
 }
 
 /** The task's row, with its arguments and which of them are secret. */
 function readTaskRow(db: Kysely<Database>, taskId: string) {
   return db
     .selectFrom('tasks')
-    .select([...ADMIN_COLUMNS, 'arguments', 'secret_arguments'])
+    .select([...ADMIN_COLUMNS, 'arguments', 'secret_arguments', 'spawned_by', 'spawn_name', 'spawn_detached'])
     .where('task_id', '=', taskId)
     .executeTakeFirst();
 }

@@ -10,13 +10,14 @@ import { taskExists } from './read.ts';
  * Records a cancel request. A task no worker holds (waiting for input, or queued) becomes `cancelled`
  * at once; a running one keeps its status until its attempt sees the flag and stops. Finished tasks are
  * left as they are (`requested` false: the request changed nothing). Throws TaskNotFoundError for an
- * unknown (or another principal's) task.
+ * unknown (or another principal's) task. `spawnedBy`: a child task's parent (cancelled now, it is to
+ * be woken: store/children.ts wakeSpawner).
  */
 export async function requestCancel(
   db: Kysely<Database>,
   taskId: string,
   principal: string,
-): Promise<{ requested: boolean; cancelledNow: boolean }> {
+): Promise<{ requested: boolean; cancelledNow: boolean; spawnedBy?: string | undefined }> {
   const idle = sql<boolean>`(status = 'input_required' or leased_by is null)`;
   const row = await db
     .updateTable('tasks')
@@ -31,9 +32,12 @@ export async function requestCancel(
     .where('task_id', '=', taskId)
     .where('principal', '=', principal)
     .where('status', 'in', ACTIVE_STATUSES)
-    .returning('status')
+    .returning(['status', 'spawned_by'])
     .executeTakeFirst();
-  if (row !== undefined) return { requested: true, cancelledNow: row.status === 'cancelled' };
+  if (row !== undefined) {
+    const cancelledNow = row.status === 'cancelled';
+    return { requested: true, cancelledNow, ...(row.spawned_by !== null && { spawnedBy: row.spawned_by }) };
+  }
   if (!(await taskExists(db, taskId, principal))) throw new TaskNotFoundError(taskId);
   return { requested: false, cancelledNow: false };
 }

@@ -41,6 +41,18 @@ export interface NewTask extends TaskTraits {
   idempotency?: Idempotency | undefined;
   /** The tool's secret argument paths, kept for the operator views' redaction. */
   secretArguments?: readonly string[] | undefined;
+  /** A child task: the task that spawned it, under which name, how deep (see store/children.ts). */
+  spawn?: ChildOf | undefined;
+}
+
+/** Where a child task (ctx.callTool, ctx.spawn) comes from. */
+export interface ChildOf {
+  parentTaskId: string;
+  name: string;
+  /** 1 for a child of a client's task, 2 for a grandchild… */
+  depth: number;
+  /** Outlives its parent: not cancelled when the parent ends. */
+  detached: boolean;
 }
 
 /** Inserts a task in `working`; run it in the transaction that also enqueues its job. */
@@ -132,6 +144,12 @@ function insertQuery(db: Kysely<Database>, task: NewTask, claim?: { workerId: st
       idempotency_key: task.idempotency?.key ?? null,
       idempotency_fingerprint: task.idempotency?.fingerprint ?? null,
       secret_arguments: task.secretArguments ?? null,
+      ...(task.spawn !== undefined && {
+        spawned_by: task.spawn.parentTaskId,
+        spawn_name: task.spawn.name,
+        spawn_depth: task.spawn.depth,
+        spawn_detached: task.spawn.detached,
+      }),
       ...(claim === undefined
         ? { lease_expires_at: claimDeadline(task.debounce?.ms) }
         : {

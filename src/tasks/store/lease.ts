@@ -43,6 +43,8 @@ export interface ClaimedTask {
   mapItem?: MapItemRef | undefined;
   /** The tool's concurrency key for this task, when it has one: its leg's end lets the next one run. */
   concurrencyKey?: string | undefined;
+  /** A child task (ctx.callTool, ctx.spawn): the task that spawned it, woken when it ends. */
+  spawnedBy?: string | undefined;
 }
 
 /** A map item: the task whose handler called `ctx.map`, the map's name, the item's index. */
@@ -69,6 +71,7 @@ export const CLAIMED_COLUMNS = [
   'map_name',
   'map_index',
   'concurrency_key',
+  'spawned_by',
 ] as const;
 
 export interface ClaimedRow {
@@ -86,6 +89,7 @@ export interface ClaimedRow {
   map_name: string | null;
   map_index: number | null;
   concurrency_key: string | null;
+  spawned_by: string | null;
 }
 
 export function toClaimedTask(row: ClaimedRow): ClaimedTask {
@@ -104,6 +108,7 @@ export function toClaimedTask(row: ClaimedRow): ClaimedTask {
       mapItem: { parentTaskId: row.parent_task_id, mapName: row.map_name!, index: row.map_index! },
     }),
     ...(row.concurrency_key !== null && { concurrencyKey: row.concurrency_key }),
+    ...(row.spawned_by !== null && { spawnedBy: row.spawned_by }),
   };
 }
 
