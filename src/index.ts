@@ -28,6 +28,8 @@ export type {
   ResourceDefinition,
   ResourceTemplateDefinition,
 } from './resources/define.ts';
+export { defineSchedule, InvalidScheduleError } from './launch/schedules/define.ts';
+export type { CatchUp, Overlap, ScheduleDefinition, ScheduleOptions } from './launch/schedules/define.ts';
 export { definePrompt } from './prompts/define.ts';
 export type { GetPromptResult, PromptDefinition, PromptMessage } from './prompts/define.ts';
 

@@ -5,6 +5,7 @@ import { coerceError } from '../log.ts';
 import type { PromptDefinition } from '../prompts/define.ts';
 import type { ResourceDefinition, ResourceTemplateDefinition } from '../resources/define.ts';
 import type { ToolDefinition } from '../tools/define.ts';
+import type { ScheduleDefinition } from '../launch/schedules/define.ts';
 
 /** What a `--tools` module provides: named exports, or the same as its default export (or a default array of tools). */
 export interface ToolsModule {
@@ -12,6 +13,8 @@ export interface ToolsModule {
   resources?: readonly ResourceDefinition[];
   resourceTemplates?: readonly ResourceTemplateDefinition[];
   prompts?: readonly PromptDefinition[];
+  /** Tools called on a clock (defineSchedule). */
+  schedules?: readonly ScheduleDefinition[];
 }
 
 const TS = /\.(ts|mts|cts)$/;
@@ -125,5 +128,10 @@ function toolsFrom(mod: Record<string, unknown>, file: string): ToolsModule {
     resources: list('resources', named, 'resources (defineResource)'),
     resourceTemplates: list('resourceTemplates', named, 'resource templates (defineResourceTemplate)'),
     prompts: list('prompts', named, 'prompts (definePrompt)'),
+    schedules: list(
+      'schedules',
+      (v) => named(v) && typeof (v as { cron?: unknown }).cron === 'string',
+      'schedules (defineSchedule)',
+    ),
   };
 }
