@@ -130,7 +130,8 @@ export async function removeSchedule(db: Db, name: string): Promise<boolean> {
 export async function requestScheduleRun(db: Db, name: string): Promise<boolean> {
   const r = await db
     .updateTable('schedules')
-    .set({ run_requested_at: sql<Date>`coalesce(run_requested_at, now())` })
+    // Milliseconds: the pass that fires it clears it by its value as JavaScript read it.
+    .set({ run_requested_at: sql<Date>`coalesce(run_requested_at, date_trunc('milliseconds', now()))` })
     .where('name', '=', name)
     .executeTakeFirst();
   return r.numUpdatedRows > 0n;
