@@ -2,6 +2,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { startProcess, type Role, type ServerProcess } from '../../src/process/start.ts';
+import type { ScheduleDefinition } from '../../src/launch/schedules/define.ts';
 import type { ResourceDefinition } from '../../src/resources/define.ts';
 import type { ToolDefinition } from '../../src/tools/define.ts';
 import { SHIPPED_TOOLS, SHIPPED_TOOLS_MODULE } from '../../src/tools/shipped/index.ts';
@@ -16,6 +17,8 @@ export interface TestProcessOptions {
   /** Resources to serve (default none: the server then has no resources methods). */
   resources?: readonly ResourceDefinition[];
   env?: Record<string, string>;
+  /** Tools called on a clock (defineSchedule). */
+  schedules?: readonly ScheduleDefinition[];
   /** The module sync-call threads load (default: the shipped tools' when `tools` is unset, else none). */
   toolsModule?: string;
 }
@@ -48,6 +51,7 @@ export async function startTestProcess(opts: TestProcessOptions): Promise<Server
     // As the CLI serves them: the shipped tools' synchronous calls run on sync-call threads.
     toolsModule: opts.toolsModule ?? (opts.tools === undefined ? SHIPPED_TOOLS_MODULE : undefined),
     ...(opts.resources !== undefined && { resources: opts.resources }),
+    ...(opts.schedules !== undefined && { schedules: opts.schedules }),
     listen: (opts.role ?? 'all') !== 'worker',
   });
   return { ...runtime, url: runtime.url ?? '' };

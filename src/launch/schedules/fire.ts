@@ -40,7 +40,11 @@ type TickOutcome = 'fired' | 'queued' | 'dropped' | 'failed';
  * pass that loses a race, or dies halfway, at worst creates nothing twice.
  */
 export async function firePass(deps: FiringDeps): Promise<void> {
-  const rows = await deps.db.selectFrom('schedules').selectAll().where('paused', '=', false).execute();
+  const rows = await deps.db
+    .selectFrom('schedules')
+    .selectAll()
+    .where((eb) => eb.or([eb('paused', '=', false), eb('run_requested_at', 'is not', null)]))
+    .execute();
   for (const row of rows) {
     try {
       await fireSchedule(deps, row);
@@ -63,6 +67,8 @@ async function fireSchedule(deps: FiringDeps, row: ScheduleRow): Promise<void> {
     });
     lastActive ||= taskId !== null;
   }
+  // A paused schedule fires only what run-now asks for.
+  if (row.paused) return setLag(deps, row.name, 0);
   if (row.pending_tick_at !== null && !lastActive) {
     const taskId = await createTick(deps, row, row.pending_tick_at.toISOString());
     await settle(deps.db, row.name, taskId, row.pending_tick_at, sql`pending_tick_at = null`, {
