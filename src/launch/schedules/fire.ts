@@ -45,6 +45,8 @@ export async function firePass(deps: FiringDeps): Promise<void> {
     .selectAll()
     .where((eb) => eb.or([eb('paused', '=', false), eb('run_requested_at', 'is not', null)]))
     .execute();
+  // Only the schedules that still exist have a lag (one removed meanwhile would keep its last value).
+  deps.metrics?.scheduleLag.reset();
   for (const row of rows) {
     try {
       await fireSchedule(deps, row);
