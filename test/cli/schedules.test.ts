@@ -1,5 +1,6 @@
 // `durable-mcp-tasks schedules list|add|pause|resume|remove|run-now`: the CLI as a child process against
 // the Postgres a real server fires schedules from.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli, ROOT, type Run } from '../helpers/cli.ts';
@@ -114,4 +115,57 @@ describe('the schedules CLI', () => {
     expect(badTool.stderr).toMatch(/schedule bad: unknown tool "nope"/);
     expect(JSON.parse((await cli(['list', '--json'], url)).stdout)).toEqual([]);
   });
+
+  it(
+    'refuses at start a tools module whose schedule is bad, in one line naming it',
+    { timeout: 90_000 },
+    async () => {
+      // Inside the repository, so that the module finds zod and the package as a user's would.
+      mkdirSync(path.join(ROOT, 'test-output'), { recursive: true });
+      const dir = mkdtempSync(path.join(ROOT, 'test-output', 'schedules-'));
+      const module = (schedule: string) =>
+        `import { z } from 'zod';\nimport { defineSchedule, defineTool } from '${ROOT}/src/index.ts';\n` +
+        `const report = defineTool({ name: 'report', description: 'r', inputSchema: z.object({ days: z.number() }),\n` +
+        `  handler: () => ({ content: [] }) });\nexport const tools = [report];\n` +
+        `export const schedules = [defineSchedule({ name: 'nightly', principal: 'ops', ${schedule} })];\n`;
+      const start = (file: string) =>
+        runCli(['server', '--port', '0', '--tools', file], {
+          env: { DATABASE_URL: server.tdb.url, LOG_LEVEL: 'error' },
+        });
+      try {
+        const cases: [string, string, RegExp][] = [
+          [
+            'cron.ts',
+            "cron: '61 * * * *', tool: report",
+            /^durable-mcp-tasks: --tools .*cron\.ts failed to load: schedule nightly: cron: cron "61 \* \* \* \*"/,
+          ],
+          [
+            'zone.ts',
+            "cron: '0 3 * * *', timezone: 'Europe/Berln', tool: report",
+            /schedule nightly: cron: unknown time zone "Europe\/Berln"/,
+          ],
+          [
+            'tool.ts',
+            "cron: '0 3 * * *', tool: 'nope'",
+            /^durable-mcp-tasks: schedule nightly: unknown tool "nope"$/,
+          ],
+          [
+            'args.ts',
+            "cron: '0 3 * * *', tool: report, arguments: { days: 'one' }",
+            /^durable-mcp-tasks: schedule nightly: Invalid arguments for tool report: .*days/,
+          ],
+        ];
+        for (const [name, schedule, message] of cases) {
+          writeFileSync(path.join(dir, name), module(schedule));
+          const run = await start(path.join(dir, name));
+          expect(run.code, name).toBe(1);
+          const lines = run.stderr.trim().split('\n');
+          expect(lines, run.stderr).toHaveLength(1);
+          expect(lines[0]).toMatch(message);
+        }
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });
