@@ -26,7 +26,7 @@ export interface FiringDeps {
   misfireMs: number;
   log: Logger;
   metrics?: Metrics | undefined;
-  /** The clock (tests move it). */
+  /** The clock (tests move it); default the database's. */
   now?: () => Date;
 }
 
@@ -40,6 +40,9 @@ type TickOutcome = 'fired' | 'queued' | 'dropped' | 'failed';
  * pass that loses a race, or dies halfway, at worst creates nothing twice.
  */
 export async function firePass(deps: FiringDeps): Promise<void> {
+  // The database's clock, not this host's: every instance reads the same time (a host whose clock runs
+  // ahead would fire ticks early).
+  const now = deps.now?.() ?? (await databaseNow(deps.db));
   const rows = await deps.db
     .selectFrom('schedules')
     .selectAll()
@@ -49,17 +52,24 @@ export async function firePass(deps: FiringDeps): Promise<void> {
   deps.metrics?.scheduleLag.reset();
   for (const row of rows) {
     try {
-      await fireSchedule(deps, row);
+      await fireSchedule(deps, row, now);
     } catch (err) {
       deps.log.warn('schedule pass failed', { schedule: row.name, error: coerceError(err).message });
     }
   }
 }
 
-async function fireSchedule(deps: FiringDeps, row: ScheduleRow): Promise<void> {
-  const now = (deps.now ?? (() => new Date()))();
+async function databaseNow(db: Db): Promise<Date> {
+  const { rows } = await sql<{ now: Date }>`select clock_timestamp() as now`.execute(db);
+  return rows[0]?.now ?? new Date();
+}
+
+async function fireSchedule(deps: FiringDeps, row: ScheduleRow, now: Date): Promise<void> {
+  const due = row.next_fire_at <= now && !row.paused;
   // Behind until this pass has moved the cursor: a schedule whose passes keep failing shows it.
-  setLag(deps, row.name, Math.max(0, now.getTime() - row.next_fire_at.getTime()) / 1000);
+  setLag(deps, row.name, due ? (now.getTime() - row.next_fire_at.getTime()) / 1000 : 0);
+  const something = due || row.run_requested_at !== null || row.pending_tick_at !== null;
+  if (!something) return;
   let lastActive = await isActive(deps.db, row.last_task_id);
   if (row.run_requested_at !== null) {
     const taskId = await createTick(deps, row, `run-now ${row.run_requested_at.toISOString()}`);
@@ -67,10 +77,11 @@ async function fireSchedule(deps: FiringDeps, row: ScheduleRow): Promise<void> {
       column: 'run_requested_at',
       was: row.run_requested_at,
     });
+    count(deps, row.name, taskId === null ? 'failed' : 'fired');
     lastActive ||= taskId !== null;
   }
   // A paused schedule fires only what run-now asks for.
-  if (row.paused) return setLag(deps, row.name, 0);
+  if (row.paused) return;
   if (row.pending_tick_at !== null && !lastActive) {
     const taskId = await createTick(deps, row, row.pending_tick_at.toISOString());
     await settle(deps.db, row.name, taskId, row.pending_tick_at, sql`pending_tick_at = null`, {
@@ -80,7 +91,7 @@ async function fireSchedule(deps: FiringDeps, row: ScheduleRow): Promise<void> {
     count(deps, row.name, taskId === null ? 'failed' : 'fired');
     lastActive ||= taskId !== null;
   }
-  if (row.next_fire_at > now) return setLag(deps, row.name, 0);
+  if (!due) return;
   const plan = planTicks({
     clock: cronClock(row.cron, row.timezone),
     cursor: row.next_fire_at,
