@@ -6,7 +6,7 @@ import { InvalidScheduleError, type ScheduleDefinition } from './define.ts';
 /**
  * Refuses, with one line naming the schedule, a schedule its server cannot fire: a name given twice, a
  * tool it does not serve, a tool with a `prepare` phase (which asks a client, and a clock has none), or
- * arguments the tool refuses or that cannot be stored. Returns the parsed arguments per schedule.
+ * arguments the tool refuses or that cannot be stored.
  */
 export function checkSchedules(
   schedules: readonly ScheduleDefinition[],

@@ -82,6 +82,7 @@ async function fireSchedule(deps: FiringDeps, row: ScheduleRow, now: Date): Prom
   }
   // A paused schedule fires only what run-now asks for.
   if (row.paused) return;
+  let pending = row.pending_tick_at;
   if (row.pending_tick_at !== null && !lastActive) {
     const taskId = await createTick(deps, row, row.pending_tick_at.toISOString());
     await settle(deps.db, row.name, taskId, row.pending_tick_at, sql`pending_tick_at = null`, {
@@ -90,6 +91,7 @@ async function fireSchedule(deps: FiringDeps, row: ScheduleRow, now: Date): Prom
     });
     count(deps, row.name, taskId === null ? 'failed' : 'fired');
     lastActive ||= taskId !== null;
+    pending = null;
   }
   if (!due) return;
   const plan = planTicks({
@@ -100,7 +102,7 @@ async function fireSchedule(deps: FiringDeps, row: ScheduleRow, now: Date): Prom
     overlap: row.overlap,
     catchUp: definitionOf(row).catchUp,
     lastActive,
-    pending: row.pending_tick_at,
+    pending,
   });
   let last: { taskId: string; tick: Date } | undefined;
   for (const tick of plan.fire) {

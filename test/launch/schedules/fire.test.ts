@@ -135,6 +135,20 @@ describe('firing passes', () => {
     const [after] = await listScheduleRows(setup.tdb.db);
     expect(after?.pending_tick_at).toBeNull();
     expect(after?.last_tick_at?.toISOString()).toBe('2026-01-01T00:02:00.000Z');
+    // The run it started is active: the next due tick waits in its place.
+    now = at('2026-01-01T00:04:01Z');
+    await firePass(f);
+    const [next] = await listScheduleRows(setup.tdb.db);
+    expect(next?.pending_tick_at?.toISOString()).toBe('2026-01-01T00:04:00.000Z');
+    expect(await tasksOf('every-minute')).toHaveLength(2);
+    // In one pass: the waiting tick runs once the last run ends, and the tick due meanwhile waits next.
+    await f.tasks.cancel((await tasksOf('every-minute'))[1]!.task_id, 'ops');
+    now = at('2026-01-01T00:05:01Z');
+    await firePass(f);
+    const [third] = await listScheduleRows(setup.tdb.db);
+    expect(await tasksOf('every-minute')).toHaveLength(3);
+    expect(third?.last_tick_at?.toISOString()).toBe('2026-01-01T00:04:00.000Z');
+    expect(third?.pending_tick_at?.toISOString()).toBe('2026-01-01T00:05:00.000Z');
   });
 
   it('catchUp after every instance was down: none, latest, { max }', async () => {
