@@ -79,6 +79,12 @@ const ConfigSchema = z.object({
     'idle_in_transaction_session_timeout of every pooled session (0: off).',
   ),
   QUEUE_POOL_MAX: intFromEnv(3, 1).describe("pg-boss's own pool (fetching and sending run jobs)."),
+  QUEUE_JOB_RETENTION_S: intFromEnv(300, 1).describe(
+    "How long pg-boss keeps a finished run job (s): a job is only 'run task X', the task's rows keep its history.",
+  ),
+  QUEUE_MAINTENANCE_INTERVAL_S: intFromEnv(60, 1).describe(
+    "How often worker processes delete pg-boss's finished jobs past QUEUE_JOB_RETENTION_S (s).",
+  ),
   AUTH_MODE: z
     .enum(['none', 'bearer', 'oauth'])
     .default('none')
@@ -131,6 +137,9 @@ const ConfigSchema = z.object({
   MAX_INPUT_RESPONSES_BYTES: intFromEnv(65_536, 1).describe('Largest inputResponses (as JSON) accepted.'),
   MAX_SIGNAL_BYTES: intFromEnv(65_536, 1).describe(
     'Largest body of a signal delivery (POST /signals/{token}) accepted (413 above).',
+  ),
+  TRIGGER_MAX_BODY_BYTES: intFromEnv(1_048_576, 1).describe(
+    'Largest body of a webhook delivery (POST /triggers/{name}) accepted: 413 above, read no further, nothing stored.',
   ),
   MAX_STEERING_MESSAGE_BYTES: intFromEnv(16_384, 1).describe(
     'Largest tasks/steer message (UTF-8 bytes; experimental, SEP-2669 draft) accepted: -32602 naming this setting above, nothing stored.',

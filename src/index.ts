@@ -30,6 +30,17 @@ export type {
 } from './resources/define.ts';
 export { defineSchedule, InvalidScheduleError } from './launch/schedules/define.ts';
 export type { CatchUp, Overlap, ScheduleDefinition, ScheduleOptions } from './launch/schedules/define.ts';
+export { defineTrigger } from './launch/triggers/define.ts';
+export type { TriggerDefinition } from './launch/triggers/define.ts';
+export { bearer, hmacSha256, stripeSignature } from './launch/triggers/verify.ts';
+export type {
+  HmacSha256Options,
+  StripeSignatureOptions,
+  TriggerRequest,
+  TriggerSecret,
+  TriggerVerifier,
+  TriggerVerification,
+} from './launch/triggers/verify.ts';
 export { definePrompt } from './prompts/define.ts';
 export type { GetPromptResult, PromptDefinition, PromptMessage } from './prompts/define.ts';
 

@@ -7,6 +7,7 @@ import type { ResourceDefinition, ResourceTemplateDefinition } from './resources
 import type { ScheduleDefinition } from './launch/schedules/define.ts';
 import { startProcess, type ServerProcess } from './process/start.ts';
 import type { ToolDefinition } from './tools/define.ts';
+import type { TriggerDefinition } from './launch/triggers/define.ts';
 import { PACKAGE_VERSION } from './version.ts';
 import type { SignalDelivery } from './core/signal-delivery.ts';
 
@@ -26,6 +27,12 @@ export interface ServerOptions {
   prompts?: readonly PromptDefinition<any>[];
   /** Tools called on a clock (defineSchedule): each tick makes one task, however many processes run. */
   schedules?: readonly ScheduleDefinition[];
+  /**
+   * Webhook triggers (`defineTrigger`): `POST /triggers/{name}` starts a task of one of `tools`, once per
+   * delivery. A trigger of a tool not in `tools`, or two of one name, fail `start()` before it connects.
+   */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each trigger has its own body type
+  triggers?: readonly TriggerDefinition<any>[];
   /** Default `all`. */
   role?: ServerRole;
   /** Postgres connection string. Default: an embedded Postgres under `settings.EMBEDDED_PG_DIR`. */
@@ -116,6 +123,7 @@ export function createServer(options: ServerOptions): DurableMcpServer {
         resourceTemplates: options.resourceTemplates,
         prompts: options.prompts,
         schedules: options.schedules,
+        triggers: options.triggers,
         serverVersion: PACKAGE_VERSION,
         toolsModule: options.toolsModule === undefined ? undefined : moduleUrl(options.toolsModule),
       }).then((started) => {

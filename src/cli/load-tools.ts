@@ -6,6 +6,8 @@ import type { PromptDefinition } from '../prompts/define.ts';
 import type { ResourceDefinition, ResourceTemplateDefinition } from '../resources/define.ts';
 import type { ToolDefinition } from '../tools/define.ts';
 import type { ScheduleDefinition } from '../launch/schedules/define.ts';
+import type { TriggerDefinition } from '../launch/triggers/define.ts';
+import { TriggerRegistry } from '../launch/triggers/registry.ts';
 
 /** What a `--tools` module provides: named exports, or the same as its default export (or a default array of tools). */
 export interface ToolsModule {
@@ -15,6 +17,8 @@ export interface ToolsModule {
   prompts?: readonly PromptDefinition[];
   /** Tools called on a clock (defineSchedule). */
   schedules?: readonly ScheduleDefinition[];
+  /** Webhook triggers (`defineTrigger`), each of one of `tools`. */
+  triggers?: readonly TriggerDefinition[];
 }
 
 const TS = /\.(ts|mts|cts)$/;
@@ -123,8 +127,20 @@ function toolsFrom(mod: Record<string, unknown>, file: string): ToolsModule {
       `--tools ${file}: export \`tools\` (an array of defineTool(...)) or a default export with it`,
     );
   }
+  const triggers = list<TriggerDefinition>(
+    'triggers',
+    (v) => named(v) && typeof (v as { verify?: unknown }).verify === 'function',
+    'triggers (defineTrigger)',
+  );
+  try {
+    // An unknown tool or a name defined twice: one line now, not a 404 at the first delivery.
+    new TriggerRegistry(triggers ?? [], tools);
+  } catch (err) {
+    throw new Error(`--tools ${file}: ${coerceError(err).message}`);
+  }
   return {
     tools,
+    triggers,
     resources: list('resources', named, 'resources (defineResource)'),
     resourceTemplates: list('resourceTemplates', named, 'resource templates (defineResourceTemplate)'),
     prompts: list('prompts', named, 'prompts (definePrompt)'),

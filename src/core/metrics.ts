@@ -80,6 +80,12 @@ export class Metrics {
     labelNames: ['tool'] as const,
     registers: [this.registry],
   });
+  readonly triggerRequests = new Counter({
+    name: `${PREFIX}trigger_requests_total`,
+    help: 'Webhook deliveries (POST /triggers/{name}), by trigger (a defined one, else "unknown") and outcome: accepted, not_found, unverified, too_large, invalid_json, invalid_arguments, conflict, over_quota, unavailable.',
+    labelNames: ['trigger', 'outcome'] as const,
+    registers: [this.registry],
+  });
   readonly tasksFinished = new Counter({
     name: `${PREFIX}tasks_finished_total`,
     help: 'Tasks a worker of this process brought to a terminal status, by tool and status.',

@@ -18,6 +18,7 @@ import type { TaskArtifactChunksTable, TaskArtifactsTable } from './task-artifac
 import type { TaskInputRequestsTable } from './task-input-requests.table.ts';
 import type { TaskAttemptsTable } from './task-attempts.table.ts';
 import type { TaskEventsTable } from './task-events.table.ts';
+import type { TaskRateStartsTable } from './task-rate-starts.table.ts';
 import type { TaskSignalsTable } from './task-signals.table.ts';
 import type { TaskSteeringTable } from './task-steering.table.ts';
 import type { TaskStepFailuresTable } from './task-step-failures.table.ts';
@@ -38,6 +39,7 @@ export interface Database {
   task_actions: TaskActionsTable;
   task_events: TaskEventsTable;
   task_steering: TaskSteeringTable;
+  task_rate_starts: TaskRateStartsTable;
   server_secrets: ServerSecretsTable;
   mcp_sessions: SessionsTable;
   mcp_session_subscriptions: SessionSubscriptionsTable;

@@ -59,6 +59,17 @@ export interface TasksTable {
   /** The create's idempotency key (hashed), unique per principal, and what it was for (tool, arguments). */
   idempotency_key: ColumnType<string | null, string | null | undefined, string | null>;
   idempotency_fingerprint: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The tool's rate limit for this task (`defineTool({ rateLimit })`): its key, starts per window, window. */
+  rate_key: ColumnType<string | null, string | null | undefined, string | null>;
+  rate_limit: ColumnType<number | null, number | null | undefined, number | null>;
+  rate_per_ms: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The tool's debounce key (`defineTool({ debounce })`): later calls with it replace a task not yet started. */
+  debounce_key: ColumnType<string | null, string | null | undefined, string | null>;
+  /** No leg starts before this (a debounced task waits out its burst). */
+  run_after: NullableTimestamp;
+  /** The tool's timeoutMs (bigint: pg returns it as a string), and the deadline it sets (creation + it). */
+  timeout_ms: ColumnType<string | null, number | null | undefined, number | null>;
+  deadline_at: NullableTimestamp;
 }
 
 export type TaskRow = Selectable<TasksTable>;

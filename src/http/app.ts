@@ -9,6 +9,7 @@ import { artifactRoutes, type ArtifactRoutesOptions } from './artifacts.ts';
 import { dashboardRoutes, type DashboardOptions } from './dashboard/routes.ts';
 import { operationalRoutes, type OperationalOptions } from './health.ts';
 import { signalRoutes, type SignalRoutesOptions } from './signals.ts';
+import { TRIGGERS_PATH, triggerRoutes, type TriggerRoutesOptions } from './triggers.ts';
 import { taskEventRoutes, type TaskEventRoutesOptions } from './task-events.ts';
 import { hostCheck, originCheck } from './origin.ts';
 import type { RevisionBinding, RevisionTransport } from '../protocol/revision.ts';
@@ -38,6 +39,8 @@ export interface AppOptions {
   maxJsonDepth?: number;
   /** `POST /signals/{token}` (no auth: the token is the credential). */
   signals?: Pick<SignalRoutesOptions, 'deliver' | 'maxBytes'> | undefined;
+  /** `POST /triggers/{name}` (no auth: each trigger verifies its sender's signature or token). */
+  triggers?: Pick<TriggerRoutesOptions, 'triggers' | 'start' | 'maxBytes'> | undefined;
   allowedOrigins?: readonly string[];
   allowedHosts?: readonly string[];
   keepAliveMs?: number;
@@ -112,6 +115,17 @@ export function createApp(opts: AppOptions): Hono<AuthEnv> {
   app.use('*', hostCheck({ allowedHosts: opts.allowedHosts ?? [] }));
   if (opts.signals !== undefined) {
     app.route(SIGNALS_PATH, signalRoutes({ ...opts.signals, maxJsonDepth, log, isDatabaseUnavailable }));
+  }
+  if (opts.triggers !== undefined) {
+    const triggers = triggerRoutes({
+      ...opts.triggers,
+      maxJsonDepth,
+      log,
+      metrics: opts.operational?.metrics,
+      isDatabaseUnavailable,
+      taskLocation: (taskId) => `${path}/tasks/${taskId}/events`,
+    });
+    app.route(TRIGGERS_PATH, triggers);
   }
   app.use(path, originCheck({ allowedOrigins: opts.allowedOrigins ?? [] }));
   const events = opts.taskEvents && {

@@ -4,7 +4,7 @@ import { assertSize, assertStorable } from '../core/limits.ts';
 import { describeIssues } from '../core/errors.ts';
 import type { ClientCapabilities, JsonObject } from '../core/wire.ts';
 import type { ToolDefinition } from '../tools/define.ts';
-import { concurrencyOf } from '../tools/concurrency-key.ts';
+import { concurrencyOf, debounceOf, rateLimitOf } from '../tools/concurrency-key.ts';
 import { unknownArgumentsMessage } from '../tools/unknown-arguments.ts';
 
 /** What a task gets where its tool says nothing: the server's TASK_TTL_MS and TASK_POLL_INTERVAL_MS. */
@@ -70,7 +70,7 @@ export function assertStorableArguments(
 
 /**
  * The task a call of `tool` with `rawArgs` creates, whoever starts it (a client's `tools/call`, a parent
- * task, a schedule, a trigger): the tool's TTL, poll interval, concurrency key and secret arguments over
+ * task, a schedule, a trigger): the tool's TTL, poll interval, flow control (concurrency, rate limit, debounce, timeout) and secret arguments over
  * the server's defaults. Check the arguments first (parseToolArguments, assertStorableArguments).
  */
 export function toolTaskOf(
@@ -89,6 +89,9 @@ export function toolTaskOf(
     ttlMs: tool.ttlMs === undefined ? defaults.ttlMs : tool.ttlMs,
     pollIntervalMs: tool.pollIntervalMs ?? defaults.pollIntervalMs,
     concurrency: concurrencyOf(tool, parsedArgs, principal),
+    rateLimit: rateLimitOf(tool, parsedArgs, principal),
+    debounce: debounceOf(tool, parsedArgs, principal),
+    timeoutMs: tool.timeoutMs,
     secretArguments: tool.secretArguments,
   };
 }

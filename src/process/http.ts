@@ -25,6 +25,8 @@ import { TaskChanges } from '../tasks/changes.ts';
 import type { TaskQueue } from '../queue/task-queue.ts';
 import type { TaskService } from '../tasks/service.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
+import type { TriggerRegistry } from '../launch/triggers/registry.ts';
+import { startTriggeredTask } from '../launch/triggers/start.ts';
 import { RequestStateSealer } from '../tools/request-state.ts';
 import type { SyncCallRunner } from '../tools/sync-runner.ts';
 import type { CleanupStack } from './cleanups.ts';
@@ -41,6 +43,8 @@ export interface McpEndpointParts {
   config: Config;
   log: Logger;
   tools: ToolRegistry;
+  /** The webhook triggers served at `POST /triggers/{name}` (none: every name is 404). */
+  triggers: TriggerRegistry;
   resources?: readonly ResourceDefinition[] | undefined;
   resourceTemplates?: readonly ResourceTemplateDefinition[] | undefined;
   prompts?: readonly PromptDefinition[] | undefined;
@@ -187,6 +191,22 @@ function appOptions(
       deliver: (token, payload) => parts.tasks.deliverSignal(token, payload),
       maxBytes: config.MAX_SIGNAL_BYTES,
     },
+    triggers: {
+      triggers: parts.triggers,
+      start: (trigger, body, headers) =>
+        startTriggeredTask(
+          {
+            tasks: parts.tasks,
+            tools: parts.tools,
+            defaults: { ttlMs: config.TASK_TTL_MS, pollIntervalMs: config.TASK_POLL_INTERVAL_MS },
+            maxArgumentsBytes: config.MAX_ARGUMENTS_BYTES,
+          },
+          trigger,
+          body,
+          headers,
+        ),
+      maxBytes: config.TRIGGER_MAX_BODY_BYTES,
+    },
     operational: parts.operational,
     artifacts: { artifacts, metrics: parts.operational.metrics },
     taskEvents: events,
@@ -224,7 +244,9 @@ async function bind(
     config.PORT,
     'PORT (or --port)',
     // Before any connection: an oversized request's 413 must reach a client still sending the body.
-    (s) => guardNodeServer(s, { maxBodyBytes: config.MAX_BODY_BYTES }),
+    // (A trigger's body may be larger than an MCP request's.)
+    (s) =>
+      guardNodeServer(s, { maxBodyBytes: Math.max(config.MAX_BODY_BYTES, config.TRIGGER_MAX_BODY_BYTES) }),
     config.REQUEST_TIMEOUT_MS,
   );
   if (listening.port !== config.PORT) app = buildApp(listening.port);

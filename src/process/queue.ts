@@ -33,6 +33,7 @@ export async function startQueue(
       supervise: role !== 'server',
       timeouts: conn.timeouts,
       connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
+      maintenanceIntervalSeconds: config.QUEUE_MAINTENANCE_INTERVAL_S,
     });
     b.on('error', (err) => log.error('pg-boss error', { error: coerceError(err).message }));
     try {
@@ -55,6 +56,6 @@ export async function startQueue(
     adaptToConnectionLimit(bossPool, { connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS });
     metrics.addPool('queue', bossPool);
   }
-  await retry('run queue', () => ensureRunQueue(boss));
+  await retry('run queue', () => ensureRunQueue(boss, config.QUEUE_JOB_RETENTION_S));
   return boss;
 }

@@ -19,6 +19,8 @@ import { BossTaskQueue } from '../queue/boss.ts';
 import type { ResourceDefinition, ResourceTemplateDefinition } from '../resources/define.ts';
 import type { ToolDefinition } from '../tools/define.ts';
 import { ToolRegistry } from '../tools/registry.ts';
+import type { TriggerDefinition } from '../launch/triggers/define.ts';
+import { TriggerRegistry } from '../launch/triggers/registry.ts';
 import { TaskService } from '../tasks/service.ts';
 import { startSyncCallThreads, type SyncCallThreads } from '../threads/pool.ts';
 import { signalPath, type SignalDelivery } from '../core/signal-delivery.ts';
@@ -46,6 +48,8 @@ export interface ProcessOptions {
   prompts?: readonly PromptDefinition[];
   /** Tools called on a clock (defineSchedule), synced to the database at start. */
   schedules?: readonly ScheduleDefinition[];
+  /** Webhook triggers (`POST /triggers/{name}`), each of one of `tools`. */
+  triggers?: readonly TriggerDefinition[];
   role: Role;
   /** Listen on HOST:PORT (default true for roles that serve HTTP). */
   listen?: boolean;
@@ -87,6 +91,8 @@ export async function startProcess(opts: ProcessOptions): Promise<ServerProcess>
     draining = undefined;
     await cleanups.run();
   };
+  // A trigger of a tool not served is refused before anything connects.
+  const triggers = new TriggerRegistry(opts.triggers ?? [], opts.tools);
   try {
     const tools = new ToolRegistry(opts.tools);
     checkSchedules(opts.schedules ?? [], tools, config.MAX_ARGUMENTS_BYTES);
@@ -117,6 +123,7 @@ export async function startProcess(opts: ProcessOptions): Promise<ServerProcess>
               config,
               log,
               tools,
+              triggers,
               tasks,
               queue,
               events,

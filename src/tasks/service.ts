@@ -8,6 +8,7 @@ import { priorityOfRank } from '../queue/priority.ts';
 import { admitCreation, type CreationQuotas } from './store/admission.ts';
 import { isIdempotencyRace, taskOfIdempotencyKey } from './store/idempotency.ts';
 import { requestCancel } from './store/cancel.ts';
+import { joinDebouncedTask, lockDebounceKey } from './store/debounce.ts';
 import { insertClaimedTask, insertTask, insertTaskWith, type NewTask } from './store/create.ts';
 import type { ClaimedTask } from './store/lease.ts';
 import type { SignalDelivery } from '../core/signal-delivery.ts';
@@ -98,10 +99,13 @@ export class TaskService {
   }
 
   async #createNew(task: Omit<NewTask, 'taskId'>): Promise<TaskView> {
+    if (task.debounce !== undefined) return this.#createDebounced({ ...task, debounce: task.debounce });
     const taskId = newTaskId();
     const { rank } = await admitCreation(this.#db, task.principal, this.#quotas);
-    // A task with a concurrency key is claimed only where its key's legs are counted: through the queue.
-    const slot = task.concurrency === undefined ? this.#startHere(rank) : undefined;
+    // A task with a concurrency key or a rate limit is claimed only where its key's legs or starts are
+    // counted: through the queue.
+    const counted = task.concurrency !== undefined || task.rateLimit !== undefined;
+    const slot = counted ? undefined : this.#startHere(rank);
     if (slot !== undefined) {
       const { view, claimed } = await insertClaimedTask(
         this.#db,
@@ -121,6 +125,32 @@ export class TaskService {
     return this.#db.transaction().execute(async (trx) => {
       const view = await insertTask(trx, { ...task, taskId });
       await this.#queue.enqueueRun(trx, view.taskId, { priority });
+      return view;
+    });
+  }
+
+  /**
+   * A debounced call: joins the principal's task with the same debounce key that has not started yet
+   * (its arguments replaced, its start pushed `debounce.ms` on), or creates one that starts `debounce.ms`
+   * from now. Under the key's lock, so that the calls of a burst, on any instance, find one task. A new
+   * task is admitted against the quotas; a joined one creates nothing. Each call queues a run at its
+   * task's new start; the runs queued before it find the task not due yet and end.
+   */
+  async #createDebounced(
+    task: Omit<NewTask, 'taskId'> & { debounce: { key: string; ms: number } },
+  ): Promise<TaskView> {
+    const delayMs = task.debounce.ms;
+    return this.#db.transaction().execute(async (trx) => {
+      await lockDebounceKey(trx, task.principal, task.debounce.key);
+      const joined = await joinDebouncedTask(trx, task);
+      if (joined !== undefined) {
+        await this.#queue.enqueueRun(trx, joined.taskId, { delayMs });
+        await this.#onChange(trx, joined.taskId);
+        return joined;
+      }
+      const { rank } = await admitCreation(trx, task.principal, this.#quotas);
+      const view = await insertTask(trx, { ...task, taskId: newTaskId() });
+      await this.#queue.enqueueRun(trx, view.taskId, { delayMs, priority: priorityOfRank(rank) });
       return view;
     });
   }

@@ -178,6 +178,22 @@ export interface ConcurrencyLimit<A = unknown> {
   key?: (args: A, ctx: { readonly principal: string }) => string;
 }
 
+/** See ToolDefinition.rateLimit. */
+export interface RateLimit<A = unknown> {
+  /** Task starts allowed per window: a whole number ≥ 1. */
+  limit: number;
+  /** The window, in ms: at most `limit` starts in any `per` ms. */
+  per: number;
+  key?: (args: A, ctx: { readonly principal: string }) => string;
+}
+
+/** See ToolDefinition.debounce. */
+export interface Debounce<A = unknown> {
+  /** How long a task waits after the last call of its burst before it starts, in ms. */
+  ms: number;
+  key?: (args: A, ctx: { readonly principal: string }) => string;
+}
+
 /** A tool: its wire description, its zod input schema and its handler. */
 export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   name: string;
@@ -214,6 +230,31 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
    * synchronous call is not counted.
    */
   concurrency?: ConcurrencyLimit<z.output<S>>;
+  /**
+   * Caps how often this tool's tasks start, cluster-wide: at most `limit` task starts (first legs) in any
+   * `per` ms, per key (as `concurrency`'s: e.g. `(args) => args.apiHost`; one key for the whole tool when
+   * absent). A task over the limit is queued, not refused: it stays `working` with a statusMessage saying
+   * it waits for the rate limit, and starts as soon as the window allows, in creation order. Retries and
+   * resumes (later legs) are not counted; a task cancelled while it waits took nothing. Tasks only. E.g.
+   * `{ limit: 10, per: 1_000, key: (args) => args.account }` for an API that takes 10 requests a second.
+   */
+  rateLimit?: RateLimit<z.output<S>>;
+  /**
+   * Collapses bursts: a call whose key matches a task of the same principal that has not started yet
+   * joins it instead of creating another. That task's arguments become the latest call's, and its start
+   * moves to `ms` after that call; every call of the burst gets the same task id (and so the same result,
+   * computed from the last arguments). Once the task has started, the next call starts a new burst. Tasks
+   * only. E.g. `{ ms: 2_000, key: (args) => args.documentId }` to reindex a document once per edit burst.
+   */
+  debounce?: Debounce<z.output<S>>;
+  /**
+   * A deadline for the whole task, in ms from its creation, across every leg (retries, sleeps, waits for
+   * input or signals included): past it the task fails ("timed out after timeoutMs=… (the tool's
+   * timeoutMs)") and a running leg is aborted (its signal fires). Enforced from Postgres (the sweeper, and
+   * every leg's start), so it holds when no worker runs at the deadline. Distinct from `ttlMs`, which says
+   * how long the task (and its result) is kept. Default: none.
+   */
+  timeoutMs?: number;
   /**
    * Makes creates idempotent by the arguments: calls of one principal whose key is the same return the
    * task the first made, while it is stored (e.g. `(args) => args.reportId`). Without it, a client may

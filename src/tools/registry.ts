@@ -24,10 +24,7 @@ export class ToolRegistry {
 
   register(tool: ToolDefinition): this {
     if (this.#tools.has(tool.name)) throw new Error(`Tool ${tool.name} is registered twice`);
-    const limit = tool.concurrency?.limit;
-    if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1)) {
-      throw new Error(`Tool ${tool.name}: concurrency.limit must be a whole number ≥ 1 (got ${limit})`);
-    }
+    assertFlowControl(tool);
     this.#tools.set(tool.name, tool);
     this.#descriptions = undefined;
     return this;
@@ -81,4 +78,20 @@ export function toInputSchema(schema: z.ZodType): JsonObject {
   if (closed && json.type === 'object' && json.additionalProperties === undefined)
     json.additionalProperties = false;
   return json;
+}
+
+/** A tool's flow-control settings must be whole numbers ≥ 1 (ms: within a Postgres integer, for the window). */
+function assertFlowControl(tool: ToolDefinition): void {
+  const wholeAtLeastOne: [string, number | undefined, number][] = [
+    ['concurrency.limit', tool.concurrency?.limit, Number.MAX_SAFE_INTEGER],
+    ['rateLimit.limit', tool.rateLimit?.limit, 2_147_483_647],
+    ['rateLimit.per', tool.rateLimit?.per, 2_147_483_647],
+    ['debounce.ms', tool.debounce?.ms, 2_147_483_647],
+    ['timeoutMs', tool.timeoutMs, Number.MAX_SAFE_INTEGER],
+  ];
+  for (const [name, value, max] of wholeAtLeastOne) {
+    if (value !== undefined && !(Number.isInteger(value) && value >= 1 && value <= max)) {
+      throw new Error(`Tool ${tool.name}: ${name} must be a whole number ≥ 1 (got ${value})`);
+    }
+  }
 }

@@ -10,7 +10,7 @@ import { CHANNELS, type ChangeFeed } from '../events/change-feed.ts';
 import type { ServerEvents } from '../events/server-events.ts';
 import type { Logger } from '../log.ts';
 import type { LocalStart, TaskQueue } from '../tasks/service.ts';
-import { claimTasks } from '../tasks/store/claim.ts';
+import { claimTasks, type RunLater } from '../tasks/store/claim.ts';
 import type { ClaimedTask } from '../tasks/store/lease.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { Metrics } from '../core/metrics.ts';
@@ -82,7 +82,7 @@ export interface WorkerPool {
   readonly workerId: string;
   readonly running: RunningAttempts;
   /** Runs one sweep now (lapsed leases, expiry, purge); used by tests and by the timer. */
-  sweep(): Promise<{ reclaimed: number; expired: number; purged: number }>;
+  sweep(): Promise<{ reclaimed: number; timedOut: number; expired: number; purged: number }>;
   /** Runs every maintenance job now; how many rows each touched, by name. */
   maintain(): Promise<Record<string, number>>;
   /**
@@ -128,7 +128,17 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     boss: opts.boss,
     slots,
     pollIntervalMs: opts.pollIntervalMs ?? 5_000,
-    claim: (taskIds) => claimDeliveries(opts.db, taskIds, { workerId, leaseMs }),
+    claim: (taskIds) =>
+      claimDeliveries(opts.db, taskIds, {
+        workerId,
+        leaseMs,
+        // A task waiting for its rate limit runs when its place frees: its delayed run, which this
+        // worker looks for then (no NOTIFY tells of a delayed run).
+        runLater: async (trx, taskId, delayMs) => {
+          await opts.queue.enqueueRun(trx, taskId, { delayMs });
+          setTimeout(() => slots.notice(), delayMs).unref();
+        },
+      }),
     runLegs,
     settleUnclaimed,
     nextDelayedRun: () => nextDelayedRunMs(opts.boss),
@@ -159,9 +169,9 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
 async function claimDeliveries(
   db: Kysely<Database>,
   taskIds: readonly string[],
-  { workerId, leaseMs }: { workerId: string; leaseMs: number },
+  { workerId, leaseMs, runLater }: { workerId: string; leaseMs: number; runLater: RunLater },
 ): Promise<(ClaimedTask | undefined)[]> {
-  const claimed = await claimTasks(db, [...new Set(taskIds)], workerId, leaseMs);
+  const claimed = await claimTasks(db, [...new Set(taskIds)], workerId, leaseMs, runLater);
   return taskIds.map((taskId) => {
     const task = claimed.get(taskId);
     claimed.delete(taskId);

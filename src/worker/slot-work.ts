@@ -1,6 +1,7 @@
 import { coerceError } from '../log.ts';
 import { nextWaitingForKey } from '../tasks/store/claim.ts';
 import { settleCancelRequest } from '../tasks/store/finish.ts';
+import { failIfTimedOut } from '../tasks/store/timeout.ts';
 import type { ClaimedTask } from '../tasks/store/lease.ts';
 import { runTaskLeg } from './leg.ts';
 import type { LegDeps } from './leg-deps.ts';
@@ -55,10 +56,11 @@ async function runLegChain(deps: LegDeps, task: ClaimedTask): Promise<void> {
 
 /**
  * A delivery whose task the claim refused runs no leg: the task is finished, waiting for input, held by a
- * live attempt, or was cancelled while queued. The last is settled here (`cancelled`); the guarded write
- * changes nothing for the others.
+ * live attempt, past its timeoutMs, or was cancelled while queued. The last two are settled here
+ * (`failed`, `cancelled`); the guarded writes change nothing for the others.
  */
 async function settleUnclaimed(deps: LegDeps, taskId: string): Promise<void> {
+  if (await failIfTimedOut(deps.db, taskId)) return;
   await settleCancelRequest(deps.db, taskId);
 }
 

@@ -12,6 +12,7 @@ import {
   purgeTasks,
   sweepNeeded,
 } from '../tasks/store/sweep.ts';
+import { failTimedOutTasks } from '../tasks/store/timeout.ts';
 
 export interface SweeperOptions {
   db: Kysely<Database>;
@@ -51,7 +52,7 @@ async function drain(batch: () => Promise<number>, batchSize: number, maxBatches
 /**
  * The maintenance sweep every worker runs (safe concurrently: each statement skips rows another sweeper
  * holds): tasks whose attempt's lease lapsed are handed back and re-enqueued; queued runs past their claim
- * deadline are redelivered (by idle workers only); expired tasks fail; expired
+ * deadline are redelivered (by idle workers only); tasks past their timeoutMs fail; expired tasks fail; expired
  * finished tasks are purged after the grace period. A probe query first, so an idle sweep costs one read.
  */
 export function createSweeper({
@@ -89,6 +90,7 @@ export function createSweeper({
     const redelivered = idle() ? await drain(requeue(redeliverStuckRuns), batchSize) : 0;
     metrics?.redeliveries.inc(redelivered);
     const reclaimed = takenOver + redelivered;
+    const timedOut = await drain(async () => (await failTimedOutTasks(db, batchSize)).length, batchSize);
     const expired = await drain(async () => (await expireTasks(db, batchSize)).length, batchSize);
     const chunks = await drain(
       () => purgeArtifactChunks(db, ARTIFACT_PURGE_CHUNKS, purgeGraceMs),
@@ -96,10 +98,16 @@ export function createSweeper({
     );
     const artifacts = await drain(() => purgeEmptyArtifacts(db, batchSize, purgeGraceMs), batchSize);
     const purged = await drain(() => purgeTasks(db, batchSize, purgeGraceMs), batchSize);
-    if (reclaimed + expired + purged + artifacts > 0) {
-      log.info('sweep', { reclaimed, expired, purged, ...(artifacts > 0 && { artifacts, chunks }) });
+    if (reclaimed + timedOut + expired + purged + artifacts > 0) {
+      log.info('sweep', {
+        reclaimed,
+        timedOut,
+        expired,
+        purged,
+        ...(artifacts > 0 && { artifacts, chunks }),
+      });
     }
-    return { reclaimed, expired, purged };
+    return { reclaimed, timedOut, expired, purged };
   };
   let sweeping = false;
   const timer = setInterval(() => {

@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   dashboardCsrf,
+  ROUTE_TRIGGER,
   sendRoute,
   servedRoutes,
   type Route,
@@ -37,6 +38,7 @@ const PUBLISHED: Record<Route, boolean> = {
   'GET /readyz': false,
   'GET /metrics': false,
   'POST /signals/:token': true,
+  'POST /triggers/:name': true,
   'GET /.well-known/oauth-protected-resource': true,
   'GET /.well-known/oauth-protected-resource/mcp': true,
   'POST /mcp': true,
@@ -66,6 +68,8 @@ const PUBLISHED: Record<Route, boolean> = {
 const DASHBOARD_TOKEN = 'nginx-routes-dashboard-token';
 /** The server's default MAX_SIGNAL_BYTES. */
 const MAX_SIGNAL_BYTES = 65_536;
+/** The server's default TRIGGER_MAX_BODY_BYTES. */
+const TRIGGER_MAX_BODY_BYTES = 1_048_576;
 
 let tdb: TestDatabase;
 let issuer: TestIssuer;
@@ -87,6 +91,7 @@ beforeAll(async () => {
     // (As the CLI serves the shipped tools, their synchronous calls on threads.)
     tools: [...SHIPPED_TOOLS, emitAwaitSignal],
     toolsModule: SHIPPED_TOOLS_MODULE,
+    triggers: [ROUTE_TRIGGER],
   });
   nginx = await startNginx([Number(new URL(rt.url).port)], nginxPort);
 }, 60_000);
@@ -150,6 +155,26 @@ describe('the shipped nginx locations in front of a server', () => {
     const oversized = await post('unknown-signal-token-0123456789', `"${'x'.repeat(MAX_SIGNAL_BYTES)}"`);
     expect(oversized.status).toBe(413);
     expect(await oversized.json()).toEqual({ error: `the body exceeds ${MAX_SIGNAL_BYTES} bytes` });
+  });
+
+  it("a trigger's answers are the server's: a delivery its 202, an oversized body its JSON 413", async () => {
+    const post = (body: string) =>
+      fetch(`${lb}/triggers/${ROUTE_TRIGGER.name}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: 'Bearer route-trigger-token-0123456789',
+        },
+        body,
+      });
+    const delivered = await post(JSON.stringify({ text: 'through nginx', id: randomUUID() }));
+    expect(delivered.status).toBe(202);
+    expect(fromReplica(delivered)).toBe(true);
+    const oversized = await post(
+      JSON.stringify({ text: 'x'.repeat(TRIGGER_MAX_BODY_BYTES), id: randomUUID() }),
+    );
+    expect(oversized.status).toBe(413);
+    expect(await oversized.json()).toEqual({ error: `the body exceeds ${TRIGGER_MAX_BODY_BYTES} bytes` });
   });
 
   it('a signal delivered to the URL its task hands out (PUBLIC_URL, the balancer) wakes the task', async () => {

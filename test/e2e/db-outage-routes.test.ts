@@ -16,6 +16,7 @@ import { startProcess, type ServerProcess } from '../../src/process/start.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
 import {
   dashboardCsrf,
+  ROUTE_TRIGGER,
   sendRoute,
   servedRoutes,
   type Route,
@@ -39,6 +40,7 @@ const DURING_OUTAGE: Record<Route, OutageAnswer> = {
   'GET /readyz': { status: 503, why: 'not ready (docs/deploy.md)' },
   'GET /metrics': { status: 200, why: "the process's own metrics; the store's gauges are left out" },
   'POST /signals/:token': 'unavailable',
+  'POST /triggers/:name': 'unavailable',
   'GET /.well-known/oauth-protected-resource': { status: 200, why: 'configuration' },
   'GET /.well-known/oauth-protected-resource/mcp': { status: 200, why: 'configuration' },
   'POST /mcp': 'retry-hint',
@@ -94,7 +96,7 @@ beforeAll(async () => {
     DB_CONNECT_TIMEOUT_MS: '1000',
   });
   const log = createLogger('warn', {}, { destination: { write: (line) => logged.push(JSON.parse(line)) } });
-  rt = await startProcess({ config, log, role: 'server', tools: SHIPPED_TOOLS });
+  rt = await startProcess({ config, log, role: 'server', tools: SHIPPED_TOOLS, triggers: [ROUTE_TRIGGER] });
 }, 120_000);
 afterAll(async () => {
   postgres ??= await startEmbeddedPostgres(pgOptions);

@@ -6,6 +6,8 @@
  */
 import type { Hono } from 'hono';
 import { inspectRoutes } from 'hono/dev';
+import { randomUUID } from 'node:crypto';
+import { bearer, defineTrigger } from '../../src/index.ts';
 import { rev2025Headers, mcpHeaders, mcpRequest } from './mcp.ts';
 
 /** A route as the app registers it: `METHOD /pattern`, e.g. `POST /signals/:token`. */
@@ -40,6 +42,22 @@ export interface RouteContext {
   /** An `Mcp-Session-Id` (2025-11-25). */
   sessionId: string;
 }
+
+/** The bearer token of ROUTE_TRIGGER. */
+const ROUTE_TRIGGER_TOKEN = 'route-trigger-token-0123456789';
+
+/**
+ * A webhook trigger of the shipped `echo` tool, for the runtimes whose routes are sent: its request
+ * (`POST /triggers/route-test`) is let in, and reaches the database.
+ */
+export const ROUTE_TRIGGER = defineTrigger<{ text: string; id: string }>({
+  name: 'route-test',
+  tool: 'echo',
+  principal: 'route-test',
+  verify: bearer(ROUTE_TRIGGER_TOKEN),
+  arguments: ({ text }) => ({ text }),
+  idempotencyKey: ({ id }) => id,
+});
 
 interface RouteRequest {
   path: string;
@@ -91,6 +109,14 @@ const REQUESTS: Record<Route, (ctx: RouteContext) => RouteRequest> = {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ approve: true }),
+    },
+  }),
+  'POST /triggers/:name': () => ({
+    path: `/triggers/${ROUTE_TRIGGER.name}`,
+    init: {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${ROUTE_TRIGGER_TOKEN}` },
+      body: JSON.stringify({ text: 'a delivery', id: randomUUID() }),
     },
   }),
   'GET /.well-known/oauth-protected-resource': () => ({ path: '/.well-known/oauth-protected-resource' }),

@@ -5,6 +5,7 @@ import { startProcess, type Role, type ServerProcess } from '../../src/process/s
 import type { ScheduleDefinition } from '../../src/launch/schedules/define.ts';
 import type { ResourceDefinition } from '../../src/resources/define.ts';
 import type { ToolDefinition } from '../../src/tools/define.ts';
+import type { TriggerDefinition } from '../../src/launch/triggers/define.ts';
 import { SHIPPED_TOOLS, SHIPPED_TOOLS_MODULE } from '../../src/tools/shipped/index.ts';
 import { databaseEnv } from './database-env.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
@@ -16,6 +17,8 @@ export interface TestProcessOptions {
   tools?: readonly ToolDefinition[];
   /** Resources to serve (default none: the server then has no resources methods). */
   resources?: readonly ResourceDefinition[];
+  /** Webhook triggers (`POST /triggers/{name}`), of `tools`. */
+  triggers?: readonly TriggerDefinition[];
   env?: Record<string, string>;
   /** Tools called on a clock (defineSchedule). */
   schedules?: readonly ScheduleDefinition[];
@@ -52,6 +55,7 @@ export async function startTestProcess(opts: TestProcessOptions): Promise<Server
     toolsModule: opts.toolsModule ?? (opts.tools === undefined ? SHIPPED_TOOLS_MODULE : undefined),
     ...(opts.resources !== undefined && { resources: opts.resources }),
     ...(opts.schedules !== undefined && { schedules: opts.schedules }),
+    ...(opts.triggers !== undefined && { triggers: opts.triggers }),
     listen: (opts.role ?? 'all') !== 'worker',
   });
   return { ...runtime, url: runtime.url ?? '' };

@@ -31,6 +31,12 @@ export interface NewTask extends TaskTraits {
   traceContext?: TraceCarrier | undefined;
   /** The tool's concurrency cap for this task: at most `limit` legs with this key run at once. */
   concurrency?: { key: string; limit: number } | undefined;
+  /** The tool's rate limit for this task: at most `limit` first legs with this key per `perMs`. */
+  rateLimit?: { key: string; limit: number; perMs: number } | undefined;
+  /** The tool's debounce: calls with this key join this task until it starts, `ms` after the last. */
+  debounce?: { key: string; ms: number } | undefined;
+  /** The tool's timeoutMs: the task fails past creation + this. */
+  timeoutMs?: number | undefined;
   /** The create's idempotency key and what it was for (see store/idempotency.ts). */
   idempotency?: Idempotency | undefined;
   /** The tool's secret argument paths, kept for the operator views' redaction. */
@@ -112,11 +118,22 @@ function insertQuery(db: Kysely<Database>, task: NewTask, claim?: { workerId: st
       poll_interval_ms: task.pollIntervalMs,
       concurrency_key: task.concurrency?.key ?? null,
       concurrency_limit: task.concurrency?.limit ?? null,
+      rate_key: task.rateLimit?.key ?? null,
+      rate_limit: task.rateLimit?.limit ?? null,
+      rate_per_ms: task.rateLimit?.perMs ?? null,
+      debounce_key: task.debounce?.key ?? null,
+      run_after:
+        task.debounce === undefined
+          ? null
+          : sql<Date>`now() + ${task.debounce.ms} * interval '1 millisecond'`,
+      timeout_ms: task.timeoutMs ?? null,
+      deadline_at:
+        task.timeoutMs === undefined ? null : sql<Date>`now() + ${task.timeoutMs} * interval '1 millisecond'`,
       idempotency_key: task.idempotency?.key ?? null,
       idempotency_fingerprint: task.idempotency?.fingerprint ?? null,
       secret_arguments: task.secretArguments ?? null,
       ...(claim === undefined
-        ? { lease_expires_at: claimDeadline() }
+        ? { lease_expires_at: claimDeadline(task.debounce?.ms) }
         : {
             attempt: 1,
             leased_by: claim.workerId,

@@ -118,11 +118,15 @@ async function insertFork(
   await sql`
     insert into tasks (task_id, principal, tool_name, arguments, prepared, client_capabilities,
       tool_error_fails, status, status_message, ttl_ms, poll_interval_ms, expires_at, lease_expires_at,
-      concurrency_key, concurrency_limit, secret_arguments, attempt)
+      concurrency_key, concurrency_limit, rate_key, rate_limit, rate_per_ms, timeout_ms, deadline_at,
+      secret_arguments, attempt)
     select ${taskId}, principal, tool_name, arguments, prepared, client_capabilities, tool_error_fails,
       'working', ${`Forked from ${sourceId}`}, ttl_ms, poll_interval_ms,
       case when ttl_ms is null then null else now() + ttl_ms * interval '1 millisecond' end, ${claimDeadline()},
-      concurrency_key, concurrency_limit, secret_arguments, ${withHistory ? 1 : 0}
+      concurrency_key, concurrency_limit, rate_key, rate_limit, rate_per_ms, timeout_ms,
+      -- A fork is a new task: its timeoutMs counts from now, as its TTL does.
+      case when timeout_ms is null then null else now() + timeout_ms * interval '1 millisecond' end,
+      secret_arguments, ${withHistory ? 1 : 0}
     from tasks where task_id = ${sourceId}`.execute(db);
 }
 

@@ -31,6 +31,18 @@ export const toolIdempotency = (key: string, toolName: string, args: unknown): I
   idempotencyOf(`tool ${toolName}\n${key}`, toolName, args);
 
 /**
+ * A webhook trigger's key (`defineTrigger({ idempotencyKey })`, e.g. a delivery id): one space per
+ * trigger, apart from the clients' and the tools', so that a redelivery finds the task its first
+ * delivery created and nothing else does.
+ */
+export const triggerIdempotency = (
+  key: string,
+  triggerName: string,
+  toolName: string,
+  args: unknown,
+): Idempotency => idempotencyOf(`trigger ${triggerName}\n${key}`, toolName, args);
+
+/**
  * The task an earlier create of `principal` made with this key, if it is still stored; a different
  * request under the same key is an IdempotencyConflictError.
  */

@@ -131,13 +131,15 @@ export function claimCtes(
   { keyed = false }: { keyed?: boolean } = {},
 ): RawBuilder<unknown> {
   const columns = sql.join(CLAIMED_COLUMNS.map((c) => sql.raw(`t.${c}`)));
-  // A task with a concurrency key is claimed only where its key's running legs are counted under a lock
-  // (claim.ts: claimKeyedTask, runningLegs), never in passing.
-  const keyFilter = keyed ? sql`` : sql`and concurrency_key is null`;
+  // A task with a concurrency key, or a first leg with a rate limit, is claimed only where its key's legs
+  // or starts are counted under a lock (claim.ts: claimGatedTask), never in passing.
+  const keyFilter = keyed ? sql`` : sql`and concurrency_key is null and (rate_key is null or attempt > 0)`;
   return sql`target as (
       select task_id, attempt, leased_by, lease_expires_at from tasks
       where task_id in (${ids}) and status = 'working' and cancel_requested_at is null and paused_at is null
         and (leased_by is null or lease_expires_at < now()) ${keyFilter}
+        -- Not before a debounced task's burst is over; never past the task's timeoutMs (timeout.ts).
+        and (run_after is null or run_after <= now()) and (deadline_at is null or deadline_at > now())
       order by task_id
       for update
     ), claimed as (

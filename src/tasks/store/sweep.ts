@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { ACTIVE_STATUSES, TERMINAL_STATUSES } from '../status.ts';
+import { TIMED_OUT_EXISTS } from './timeout.ts';
 
 export const EXPIRED_ERROR = { code: -32603, message: 'Task has expired' } as const;
 
@@ -124,6 +125,7 @@ export async function sweepNeeded(db: Kysely<Database>, graceMs: number): Promis
     select exists (select 1 from tasks where status = 'working' and lease_expires_at < now())
         or exists (select 1 from tasks where expires_at <= now() and parent_task_id is null
                                           and status in ('working', 'input_required'))
+        or ${TIMED_OUT_EXISTS}
         or exists (select 1 from tasks where expires_at <= now() - ${graceMs} * interval '1 millisecond'
                                           and parent_task_id is null and status in ('completed', 'failed', 'cancelled'))
         or exists (select 1 from task_artifacts a join tasks t on t.task_id = a.task_id
