@@ -237,6 +237,12 @@ const ConfigSchema = z.object({
     'How often workers expire and purge tasks past their TTL.',
   ),
   SWEEP_BATCH_SIZE: intFromEnv(500, 1).describe('Tasks expired or purged per sweep statement.'),
+  SCHEDULE_POLL_INTERVAL_MS: intFromEnv(1_000).describe(
+    "How often this process looks for due schedule ticks (0: it fires none; every process may, each tick still makes one task).",
+  ),
+  SCHEDULE_MISFIRE_MS: intFromEnv(60_000, 0).describe(
+    "A schedule tick more than this late counts as missed (its schedule's catchUp decides) rather than late (it fires).",
+  ),
   TASK_RETRY_LIMIT: intFromEnv(2).describe(
     'Retries of a handler that crashed with an unexpected exception, before the task is failed.',
   ),

@@ -30,6 +30,8 @@ export type {
   ResourceDefinition,
   ResourceTemplateDefinition,
 } from './resources/define.ts';
+export { defineSchedule, InvalidScheduleError } from './launch/schedules/define.ts';
+export type { CatchUp, Overlap, ScheduleDefinition, ScheduleOptions } from './launch/schedules/define.ts';
 export { defineTrigger } from './launch/triggers/define.ts';
 export type { TriggerDefinition } from './launch/triggers/define.ts';
 export { bearer, hmacSha256, stripeSignature } from './launch/triggers/verify.ts';

@@ -4,6 +4,7 @@ import { defaultConfig, loadConfig, type Config } from './config.ts';
 import { createLogger, type Logger } from './log.ts';
 import type { PromptDefinition } from './prompts/define.ts';
 import type { ResourceDefinition, ResourceTemplateDefinition } from './resources/define.ts';
+import type { ScheduleDefinition } from './launch/schedules/define.ts';
 import { startProcess, type ServerProcess } from './process/start.ts';
 import type { ToolDefinition } from './tools/define.ts';
 import type { TriggerDefinition } from './launch/triggers/define.ts';
@@ -24,6 +25,8 @@ export interface ServerOptions {
   resourceTemplates?: readonly ResourceTemplateDefinition[];
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each prompt has its own argument type
   prompts?: readonly PromptDefinition<any>[];
+  /** Tools called on a clock (defineSchedule): each tick makes one task, however many processes run. */
+  schedules?: readonly ScheduleDefinition[];
   /**
    * Webhook triggers (`defineTrigger`): `POST /triggers/{name}` starts a task of one of `tools`, once per
    * delivery. A trigger of a tool not in `tools`, or two of one name, fail `start()` before it connects.
@@ -119,6 +122,7 @@ export function createServer(options: ServerOptions): DurableMcpServer {
         resources: options.resources,
         resourceTemplates: options.resourceTemplates,
         prompts: options.prompts,
+        schedules: options.schedules,
         triggers: options.triggers,
         serverVersion: PACKAGE_VERSION,
         toolsModule: options.toolsModule === undefined ? undefined : moduleUrl(options.toolsModule),

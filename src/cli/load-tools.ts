@@ -5,6 +5,7 @@ import { coerceError } from '../log.ts';
 import type { PromptDefinition } from '../prompts/define.ts';
 import type { ResourceDefinition, ResourceTemplateDefinition } from '../resources/define.ts';
 import type { ToolDefinition } from '../tools/define.ts';
+import type { ScheduleDefinition } from '../launch/schedules/define.ts';
 import type { TriggerDefinition } from '../launch/triggers/define.ts';
 import { TriggerRegistry } from '../launch/triggers/registry.ts';
 
@@ -14,6 +15,8 @@ export interface ToolsModule {
   resources?: readonly ResourceDefinition[];
   resourceTemplates?: readonly ResourceTemplateDefinition[];
   prompts?: readonly PromptDefinition[];
+  /** Tools called on a clock (defineSchedule). */
+  schedules?: readonly ScheduleDefinition[];
   /** Webhook triggers (`defineTrigger`), each of one of `tools`. */
   triggers?: readonly TriggerDefinition[];
 }
@@ -141,5 +144,10 @@ function toolsFrom(mod: Record<string, unknown>, file: string): ToolsModule {
     resources: list('resources', named, 'resources (defineResource)'),
     resourceTemplates: list('resourceTemplates', named, 'resource templates (defineResourceTemplate)'),
     prompts: list('prompts', named, 'prompts (definePrompt)'),
+    schedules: list(
+      'schedules',
+      (v) => named(v) && typeof (v as { cron?: unknown }).cron === 'string',
+      'schedules (defineSchedule)',
+    ),
   };
 }

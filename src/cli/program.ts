@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { describeSettings } from '../config.ts';
 import { PACKAGE_VERSION } from '../version.ts';
 import { addCallCommand } from './call.ts';
+import { addSchedulesCommand } from './schedules.ts';
 import { addTasksCommand } from './tasks.ts';
 import { migrate, serve, type ServeOptions } from './serve.ts';
 
@@ -80,6 +81,7 @@ export function buildProgram(): Command {
   );
   addCallCommand(program);
   addTasksCommand(program);
+  addSchedulesCommand(program);
   return program;
 }
 

@@ -92,6 +92,18 @@ export class Metrics {
     labelNames: ['tool', 'status'] as const,
     registers: [this.registry],
   });
+  readonly scheduleTicks = new Counter({
+    name: `${PREFIX}schedule_ticks_total`,
+    help: 'Schedule ticks this process handled, by schedule and outcome: "fired" (its task created), "queued" (waits for the last run, overlap queue), "dropped" (skipped by overlap, or missed and not caught up), "failed" (no task: unknown tool, refused arguments, a quota).',
+    labelNames: ['schedule', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly scheduleLag = new Gauge({
+    name: `${PREFIX}schedule_lag_seconds`,
+    help: "How far a schedule's next tick is behind the clock when this process last looked (0 once its pass fired what was due).",
+    labelNames: ['schedule'] as const,
+    registers: [this.registry],
+  });
   readonly runDuration = new Histogram({
     name: `${PREFIX}task_run_duration_seconds`,
     help: 'Time a worker ran a task leg (claim to settle), by tool and how the leg ended.',

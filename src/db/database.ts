@@ -4,6 +4,7 @@ import { adaptToConnectionLimit } from './connection-limit.ts';
 import { nameStatements } from './prepared.ts';
 import type { DashboardSessionsTable } from './dashboard-sessions.table.ts';
 import type { PrincipalCreationBucketsTable } from './principal-creation-buckets.table.ts';
+import type { SchedulesTable } from './schedules.table.ts';
 import type { ServerSecretsTable } from './server-secrets.table.ts';
 import type {
   SessionEventsTable,
@@ -47,6 +48,7 @@ export interface Database {
   mcp_session_input_deliveries: SessionInputDeliveriesTable;
   principal_creation_buckets: PrincipalCreationBucketsTable;
   dashboard_sessions: DashboardSessionsTable;
+  schedules: SchedulesTable;
 }
 
 export type Db = Kysely<Database>;

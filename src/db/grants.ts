@@ -22,6 +22,7 @@ export const APP_TABLES = [
   'mcp_session_input_deliveries',
   'principal_creation_buckets',
   'dashboard_sessions',
+  'schedules',
 ] as const;
 
 /**

@@ -24,6 +24,10 @@ import { TriggerRegistry } from '../launch/triggers/registry.ts';
 import { TaskService } from '../tasks/service.ts';
 import { startSyncCallThreads, type SyncCallThreads } from '../threads/pool.ts';
 import { signalPath, type SignalDelivery } from '../core/signal-delivery.ts';
+import { checkSchedules } from '../launch/schedules/check.ts';
+import type { ScheduleDefinition } from '../launch/schedules/define.ts';
+import type { FiringDeps } from '../launch/schedules/fire.ts';
+import { startScheduler } from '../launch/schedules/scheduler.ts';
 import { startWorkerPool, type WorkerPool, type WorkerPoolOptions } from '../worker/pool.ts';
 import { CleanupStack } from './cleanups.ts';
 import { openDatabase, type DatabaseConnection } from './database.ts';
@@ -42,6 +46,8 @@ export interface ProcessOptions {
   resources?: readonly ResourceDefinition[];
   resourceTemplates?: readonly ResourceTemplateDefinition[];
   prompts?: readonly PromptDefinition[];
+  /** Tools called on a clock (defineSchedule), synced to the database at start. */
+  schedules?: readonly ScheduleDefinition[];
   /** Webhook triggers (`POST /triggers/{name}`), each of one of `tools`. */
   triggers?: readonly TriggerDefinition[];
   role: Role;
@@ -88,11 +94,12 @@ export async function startProcess(opts: ProcessOptions): Promise<ServerProcess>
   // A trigger of a tool not served is refused before anything connects.
   const triggers = new TriggerRegistry(opts.triggers ?? [], opts.tools);
   try {
+    const tools = new ToolRegistry(opts.tools);
+    checkSchedules(opts.schedules ?? [], tools, config.MAX_ARGUMENTS_BYTES);
     const conn = await openDatabase(config, log, role, cleanups);
     const operational = await startOperational(conn, config, log, cleanups);
     draining = () => drain(operational, opts);
     const { boss, feed, retry } = await startStorage(conn, operational, opts, cleanups);
-    const tools = new ToolRegistry(opts.tools);
     const queue = new BossTaskQueue(boss);
     const events = createServerEvents(conn.db);
     const links = publicLinks(opts);
@@ -106,6 +113,7 @@ export async function startProcess(opts: ProcessOptions): Promise<ServerProcess>
           );
     if (workers !== undefined) cleanups.push(() => workers.stop());
     const tasks = taskService(conn.db, queue, workers, config);
+    await startSchedules({ db: conn.db, tasks, tools, metrics: operational.metrics }, opts, retry, cleanups);
     const endpoint =
       role === 'worker'
         ? undefined
@@ -216,6 +224,31 @@ function taskService(db: Db, queue: BossTaskQueue, workers: WorkerPool | undefin
       burst: config.TASK_CREATE_BURST,
     },
   });
+}
+
+/**
+ * The firing loop of schedules (every role: each tick still makes one task), after syncing the
+ * declared ones; none with SCHEDULE_POLL_INTERVAL_MS=0.
+ */
+async function startSchedules(
+  parts: Pick<FiringDeps, 'db' | 'tasks' | 'tools' | 'metrics'>,
+  { config, log, schedules }: ProcessOptions,
+  retry: StartupRetry,
+  cleanups: CleanupStack,
+): Promise<void> {
+  if (config.SCHEDULE_POLL_INTERVAL_MS === 0) return;
+  const scheduler = await retry('schedules', () =>
+    startScheduler({
+      ...parts,
+      declared: schedules ?? [],
+      intervalMs: config.SCHEDULE_POLL_INTERVAL_MS,
+      misfireMs: config.SCHEDULE_MISFIRE_MS,
+      taskDefaults: { ttlMs: config.TASK_TTL_MS, pollIntervalMs: config.TASK_POLL_INTERVAL_MS },
+      maxArgumentsBytes: config.MAX_ARGUMENTS_BYTES,
+      log,
+    }),
+  );
+  cleanups.push(() => scheduler.stop());
 }
 
 /** The sync-call threads, then the MCP endpoint (its stop, which lets requests in flight finish, runs first). */

@@ -2,6 +2,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { startProcess, type Role, type ServerProcess } from '../../src/process/start.ts';
+import type { ScheduleDefinition } from '../../src/launch/schedules/define.ts';
 import type { ResourceDefinition } from '../../src/resources/define.ts';
 import type { ToolDefinition } from '../../src/tools/define.ts';
 import type { TriggerDefinition } from '../../src/launch/triggers/define.ts';
@@ -19,6 +20,8 @@ export interface TestProcessOptions {
   /** Webhook triggers (`POST /triggers/{name}`), of `tools`. */
   triggers?: readonly TriggerDefinition[];
   env?: Record<string, string>;
+  /** Tools called on a clock (defineSchedule). */
+  schedules?: readonly ScheduleDefinition[];
   /** The module sync-call threads load (default: the shipped tools' when `tools` is unset, else none). */
   toolsModule?: string;
 }
@@ -51,6 +54,7 @@ export async function startTestProcess(opts: TestProcessOptions): Promise<Server
     // As the CLI serves them: the shipped tools' synchronous calls run on sync-call threads.
     toolsModule: opts.toolsModule ?? (opts.tools === undefined ? SHIPPED_TOOLS_MODULE : undefined),
     ...(opts.resources !== undefined && { resources: opts.resources }),
+    ...(opts.schedules !== undefined && { schedules: opts.schedules }),
     ...(opts.triggers !== undefined && { triggers: opts.triggers }),
     listen: (opts.role ?? 'all') !== 'worker',
   });

@@ -36,7 +36,7 @@ export function layout(title: string, body: Html, viewer: Viewer, page: PageOpti
       <body>
         <header>
           <a class="brand" href="${BASE}">durable-mcp-tasks</a>
-          <nav><a href="${BASE}">Tasks</a></nav>
+          <nav><a href="${BASE}">Tasks</a> <a href="${BASE}/schedules">Schedules</a></nav>
           <span class="who">${viewer.actor}</span>
           <form method="post" action="${BASE}/logout">
             <input type="hidden" name="csrf" value="${viewer.csrf}" /><button class="link">Sign out</button>

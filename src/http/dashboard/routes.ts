@@ -4,6 +4,7 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { html } from 'hono/html';
+import { listSchedules } from '../../launch/schedules/list.ts';
 import { adminActivity } from '../../tasks/store/admin-activity.ts';
 import { adminListTasks } from '../../tasks/store/admin-list.ts';
 import { adminGetTask } from '../../tasks/store/admin-task.ts';
@@ -24,6 +25,7 @@ import {
   type Env,
 } from './sign-in.ts';
 import { STYLE } from './style.ts';
+import { schedulesPage } from './schedules-page.ts';
 import { addTaskActions, type TaskActionOptions, viewerOf } from './task-actions.ts';
 import { refreshesItself, taskPage } from './task-page.ts';
 
@@ -64,6 +66,7 @@ export function dashboardRoutes(opts: DashboardOptions): Hono<Env> {
       listPage({ tasks, stats, activity, range, filter, tools: opts.tools, viewer: viewerOf(c) }),
     );
   });
+  app.get('/schedules', auth, async (c) => c.html(schedulesPage(await listSchedules(opts.db), viewerOf(c))));
   app.get('/tasks/:id', auth, async (c) => {
     const history = await adminGetTask(opts.db, c.req.param('id'));
     if (history === undefined)

@@ -67,3 +67,10 @@ export function isIdempotencyRace(err: unknown): boolean {
   const e = err as { code?: unknown; constraint?: unknown } | null;
   return e?.code === '23505' && e.constraint === 'tasks_idempotency_key_idx';
 }
+
+/**
+ * A schedule's tick (`schedule`, and the tick, or a run-now request, as `tick`): one key per tick, so
+ * that every instance firing it, and every retry after a crash, finds the one task it created.
+ */
+export const scheduleIdempotency = (schedule: string, tick: string, toolName: string, args: unknown) =>
+  idempotencyOf(`schedule ${schedule}\n${tick}`, toolName, args);
