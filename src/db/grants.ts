@@ -14,6 +14,7 @@ export const APP_TABLES = [
   'task_actions',
   'task_events',
   'task_steering',
+  'task_rate_starts',
   'server_secrets',
   'mcp_sessions',
   'mcp_session_subscriptions',
