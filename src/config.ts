@@ -238,7 +238,7 @@ const ConfigSchema = z.object({
   ),
   SWEEP_BATCH_SIZE: intFromEnv(500, 1).describe('Tasks expired or purged per sweep statement.'),
   SCHEDULE_POLL_INTERVAL_MS: intFromEnv(1_000).describe(
-    "How often this process looks for due schedule ticks (0: it fires none; every process may, each tick still makes one task).",
+    'How often this process looks for due schedule ticks (0: it fires none; every process may, each tick still makes one task).',
   ),
   SCHEDULE_MISFIRE_MS: intFromEnv(60_000, 0).describe(
     "A schedule tick more than this late counts as missed (its schedule's catchUp decides) rather than late (it fires).",
