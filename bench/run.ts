@@ -6,7 +6,7 @@
  *
  *   npm run bench                       every scenario
  *   npm run bench -- get create         some of them: get protocol sessions create drain latency workflow history memory
- *                                       fairness amplification sync-calls artifacts cancel events
+ *                                       fairness amplification sync-calls artifacts cancel events compose
  *
  * Settings (environment): BENCH_DURATION (s, default 10), BENCH_WARMUP (3), BENCH_CONNECTIONS (10),
  * BENCH_DRAIN_TASKS (5000), BENCH_DRAIN_CONCURRENCY (16,4), BENCH_HISTORY_ROWS (1000000),
@@ -14,7 +14,10 @@
  * BENCH_FAIR_HOLD_MS (2000), BENCH_IDLE_STREAMS (300), BENCH_RESULT_WAITS (1000), BENCH_ARTIFACT_MB (256),
  * BENCH_ARTIFACT_DOWNLOAD_MB (1024), BENCH_ARTIFACT_ROUNDS (3), BENCH_CANCELS (25),
  * BENCH_CANCEL_GRACE_MS (2000), BENCH_EVENT_SAMPLES (200), BENCH_EMIT_SECONDS (6 × BENCH_DURATION),
- * BENCH_EVENT_READERS (1000), BENCH_EVENT_RATE (2), BENCH_EVENT_RECONNECTS (100), BENCH_EVENT_PARTS (all).
+ * BENCH_EVENT_READERS (1000), BENCH_EVENT_RATE (2), BENCH_EVENT_RECONNECTS (100), BENCH_EVENT_PARTS (all),
+ * BENCH_COMPOSE_CALLS (200), BENCH_COMPOSE_CHILDREN (1000), BENCH_COMPOSE_ROUNDS (3), BENCH_COMPOSE_WORKERS (1),
+ * BENCH_COMPOSE_POLL_MS (5), BENCH_SCHEDULE_SECONDS (300), BENCH_RATE_PER_SECOND (20), BENCH_RATE_SECONDS (60),
+ * BENCH_RATE_WORKERS (4), BENCH_COMPOSE_PARTS (calls,fanout,schedule,rate).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -43,6 +46,7 @@ import { benchFairness } from './fairness.ts';
 import { benchAmplification } from './amplification.ts';
 import { benchArtifacts } from './artifacts.ts';
 import { benchCancel } from './cancel.ts';
+import { benchCompose } from './compose.ts';
 import { benchEvents } from './events.ts';
 import { benchSessions } from './sessions.ts';
 import { benchSyncCalls } from './sync-calls.ts';
@@ -63,6 +67,7 @@ const SCENARIOS = [
   'artifacts',
   'cancel',
   'events',
+  'compose',
 ] as const;
 type Scenario = (typeof SCENARIOS)[number];
 const chosen = (process.argv.slice(2).length === 0 ? [...SCENARIOS] : process.argv.slice(2)) as Scenario[];
@@ -688,6 +693,7 @@ const RUN: Record<Scenario, (db: ScratchDb) => Promise<void>> = {
   artifacts: benchArtifacts,
   cancel: benchCancel,
   events: benchEvents,
+  compose: benchCompose,
 };
 
 console.log(
