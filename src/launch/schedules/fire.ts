@@ -35,11 +35,11 @@ type TickOutcome = 'fired' | 'queued' | 'dropped' | 'failed';
 
 /**
  * One firing pass: each schedule with something due (its cursor, a queued tick, a run-now request) gets
- * its tasks. Safe with any number of passes at once, on any number of instances: a tick's task is
+ * its tasks; returns how long until the next tick comes due (msUntilNextTick). Safe with any number of passes at once, on any number of instances: a tick's task is
  * created under the tick's idempotency key, and the cursor moves with a guarded UPDATE afterwards, so a
  * pass that loses a race, or dies halfway, at worst creates nothing twice.
  */
-export async function firePass(deps: FiringDeps): Promise<void> {
+export async function firePass(deps: FiringDeps): Promise<number | undefined> {
   // The database's clock, not this host's: every instance reads the same time (a host whose clock runs
   // ahead would fire ticks early).
   const now = deps.now?.() ?? (await databaseNow(deps.db));
@@ -57,6 +57,19 @@ export async function firePass(deps: FiringDeps): Promise<void> {
       deps.log.warn('schedule pass failed', { schedule: row.name, error: coerceError(err).message });
     }
   }
+  return msUntilNextTick(deps.db);
+}
+
+/**
+ * How long until the earliest tick of a running schedule comes due (ms, by the database's clock; 0 when
+ * one is due already), undefined when none runs: the scheduler wakes then instead of a poll later.
+ */
+async function msUntilNextTick(db: Db): Promise<number | undefined> {
+  const { rows } = await sql<{ ms: number | null }>`
+    select (extract(epoch from min(next_fire_at) - clock_timestamp()) * 1000)::float8 as ms
+    from schedules where not paused`.execute(db);
+  const ms = rows[0]?.ms;
+  return ms === null || ms === undefined ? undefined : Math.max(0, ms);
 }
 
 async function databaseNow(db: Db): Promise<Date> {
