@@ -53,6 +53,7 @@ const PUBLISHED: Record<Route, boolean> = {
   'GET /dashboard/': true,
   'GET /dashboard/style.css': true,
   'GET /dashboard/login': true,
+  'GET /dashboard/schedules': true,
   'POST /dashboard/login': true,
   'POST /dashboard/logout': true,
   'GET /dashboard/tasks/:id': true,

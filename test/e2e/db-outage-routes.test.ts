@@ -55,6 +55,7 @@ const DURING_OUTAGE: Record<Route, OutageAnswer> = {
   'GET /dashboard/': { status: 301, why: 'a redirect' },
   'GET /dashboard/style.css': { status: 200, why: 'a constant' },
   'GET /dashboard/login': { status: 200, why: 'a constant page' },
+  'GET /dashboard/schedules': 'unavailable',
   'POST /dashboard/login': 'unavailable',
   'POST /dashboard/logout': { status: 303, why: 'a bearer has no sign-in to close' },
   'GET /dashboard/tasks/:id': 'unavailable',

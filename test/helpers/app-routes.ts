@@ -148,6 +148,7 @@ const REQUESTS: Record<Route, (ctx: RouteContext) => RouteRequest> = {
   'GET /dashboard/': () => ({ path: '/dashboard/' }),
   'GET /dashboard/style.css': () => ({ path: '/dashboard/style.css' }),
   'GET /dashboard/login': () => ({ path: '/dashboard/login' }),
+  'GET /dashboard/schedules': (ctx) => ({ path: '/dashboard/schedules', init: { headers: dashboard(ctx) } }),
   'POST /dashboard/login': (ctx) => ({
     path: '/dashboard/login',
     init: form(ctx, { token: ctx.dashboardToken, operator: 'route test' }),
