@@ -102,3 +102,47 @@ export function useTestServer(opts: Omit<TestProcessOptions, 'databaseUrl'> = {}
     },
   };
 }
+
+/** A test file's own database and the processes its tests start and stop on it. */
+export interface TestProcesses {
+  /** The file's database (cloned from the migrated template). */
+  readonly tdb: TestDatabase;
+  /** Starts a process on the file's database: `defaults` under `opts` (their `env`s merged). */
+  readonly start: (
+    opts?: Omit<TestProcessOptions, 'databaseUrl'>,
+  ) => Promise<ServerProcess & { url: string }>;
+  /** Stops a process `start` made (the rest are stopped, the last started first, after the file). */
+  readonly stop: (rt: ServerProcess) => Promise<void>;
+}
+
+/**
+ * For files whose tests each start their own processes (a server and workers, with settings of their
+ * own) on one database for the file: the database is made before the file's tests, and whatever is still
+ * running is stopped, and the database dropped, after them.
+ */
+export function useTestProcesses(defaults: Omit<TestProcessOptions, 'databaseUrl'> = {}): TestProcesses {
+  let tdb: TestDatabase | undefined;
+  const started: ServerProcess[] = [];
+  beforeAll(async () => {
+    tdb = await createTestDatabase();
+  });
+  afterAll(async () => {
+    for (const rt of started.reverse()) await rt.stop();
+    await tdb?.drop();
+  });
+  return {
+    get tdb() {
+      return tdb!;
+    },
+    start: async (opts = {}) => {
+      const env = { ...defaults.env, ...opts.env };
+      const rt = await startTestProcess({ ...defaults, ...opts, env, databaseUrl: tdb!.url });
+      started.push(rt);
+      return rt;
+    },
+    stop: async (rt) => {
+      started.splice(started.indexOf(rt), 1);
+      await rt.stop();
+    },
+  };
+}

@@ -3,15 +3,13 @@
 // real pg-boss, real HTTP, bearer tokens for two principals.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { hashToken } from '../../src/http/auth/static-tokens.ts';
-import type { ServerProcess } from '../../src/process/start.ts';
 import { defineTool } from '../../src/tools/define.ts';
 import { SHIPPED_TOOLS } from '../../src/tools/shipped/index.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { RawMcp } from '../helpers/mcp.ts';
-import { startTestProcess, type TestProcessOptions } from '../helpers/server-process.ts';
+import { useTestProcesses } from '../helpers/server-process.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { waiter } from '../helpers/test-tools.ts';
 
@@ -49,33 +47,11 @@ const keyedWork = defineTool({
 
 const TOOLS = [...SHIPPED_TOOLS, waiter, keyedWork];
 
-let tdb: TestDatabase;
-const started: ServerProcess[] = [];
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-});
-afterAll(async () => {
-  for (const rt of started.reverse()) await rt.stop();
-  await tdb?.drop();
-});
-
-/** A process on the test database with both principals' tokens (and `env` over them). */
-async function startProcess(opts: Omit<TestProcessOptions, 'databaseUrl'> = {}) {
-  const rt = await startTestProcess({
-    ...opts,
-    databaseUrl: tdb.url,
-    tools: TOOLS,
-    env: { ...BEARER_ENV, ...opts.env },
-  });
-  started.push(rt);
-  return rt;
-}
-
+/** Processes on the file's database with both principals' tokens (and `env` over them). */
+const processes = useTestProcesses({ tools: TOOLS, env: BEARER_ENV });
+const startProcess = processes.start;
 /** Stops a process this file started (each describe runs on its own). */
-async function stopProcess(rt: ServerProcess) {
-  started.splice(started.indexOf(rt), 1);
-  await rt.stop();
-}
+const stopProcess = processes.stop;
 
 /** Creates a task as `who`; its id. */
 async function create(mcp: RawMcp, who: Principal, name: string, args: Record<string, unknown>) {
@@ -98,7 +74,7 @@ async function runningOf(taskIds: string[]) {
   const { rows } = await sql<{ n: number }>`
     select count(*)::int as n from tasks
     where task_id = any(${taskIds}::text[]) and leased_by is not null and lease_expires_at > now()`.execute(
-    tdb.db,
+    processes.tdb.db,
   );
   return rows[0]!.n;
 }
@@ -140,7 +116,7 @@ describe('a per-key concurrency limit', () => {
           select coalesce(max(n), 0)::int as n from (
             select count(*) as n from tasks
             where concurrency_key is not null and leased_by is not null and lease_expires_at > now()
-            group by concurrency_key) per_key`.execute(tdb.db);
+            group by concurrency_key) per_key`.execute(processes.tdb.db);
         mostLeased = Math.max(mostLeased, rows[0]!.n);
         await sleep(5);
       }
@@ -164,7 +140,7 @@ describe('a per-key concurrency limit', () => {
     // Both workers took part.
     const { rows } = await sql<{ n: number }>`
       select count(distinct worker_id)::int as n from task_attempts where task_id = any(${ids}::text[])`.execute(
-      tdb.db,
+      processes.tdb.db,
     );
     expect(rows[0]!.n).toBe(2);
     await stopProcess(worker);

@@ -3,14 +3,12 @@
 // arguments; a timeoutMs that fails the whole task past its deadline, whether or not a worker runs then.
 // Real Postgres, real pg-boss, real HTTP, real worker processes.
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { ServerProcess } from '../../src/process/start.ts';
 import { defineTool, type ToolDefinition } from '../../src/tools/define.ts';
 import { ToolRegistry } from '../../src/tools/registry.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { RawMcp } from '../helpers/mcp.ts';
-import { startTestProcess, type TestProcessOptions } from '../helpers/server-process.ts';
+import { useTestProcesses } from '../helpers/server-process.ts';
 import { bump, count, waiter } from '../helpers/test-tools.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -58,26 +56,9 @@ const busyPastTimeout = defineTool({ ...waiter, name: 'busy_past_timeout', timeo
 const TOOLS = [rateLimited, debounced, sleepsPastTimeout, busyPastTimeout];
 const FAST_SWEEP = { SWEEP_INTERVAL_MS: '100' };
 
-let tdb: TestDatabase;
-const started: ServerProcess[] = [];
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-});
-afterAll(async () => {
-  for (const rt of started.reverse()) await rt.stop();
-  await tdb?.drop();
-});
-
-async function startProcess(opts: Omit<TestProcessOptions, 'databaseUrl'> = {}) {
-  const rt = await startTestProcess({ ...opts, databaseUrl: tdb.url, tools: TOOLS });
-  started.push(rt);
-  return rt;
-}
-
-async function stopProcess(rt: ServerProcess) {
-  started.splice(started.indexOf(rt), 1);
-  await rt.stop();
-}
+const processes = useTestProcesses({ tools: TOOLS });
+const startProcess = processes.start;
+const stopProcess = processes.stop;
 
 async function create(mcp: RawMcp, name: string, args: Record<string, unknown>) {
   return (await mcp.result('tools/call', { name, arguments: args })).taskId as string;
@@ -97,7 +78,7 @@ function finished(mcp: RawMcp, taskId: string, timeoutMs = 30_000) {
 async function firstStarts(taskIds: string[]): Promise<number[]> {
   const { rows } = await sql<{ at: number }>`
     select (extract(epoch from claimed_at) * 1000)::float8 as at from task_attempts
-    where task_id = any(${taskIds}::text[]) and attempt = 1 order by claimed_at`.execute(tdb.db);
+    where task_id = any(${taskIds}::text[]) and attempt = 1 order by claimed_at`.execute(processes.tdb.db);
   return rows.map((r) => r.at);
 }
 
@@ -142,12 +123,12 @@ describe('rateLimit', () => {
     expect(starts.at(-1)! - starts[0]!).toBeGreaterThanOrEqual(3 * RATE.per);
     expect(await firstStarts([cancelled])).toEqual([]);
     const { rows } = await sql<{ n: number }>`
-      select count(*)::int as n from task_rate_starts where task_id = ${cancelled}`.execute(tdb.db);
+      select count(*)::int as n from task_rate_starts where task_id = ${cancelled}`.execute(processes.tdb.db);
     expect(rows[0]!.n).toBe(0);
     // Both workers took part.
     const workers = await sql<{ n: number }>`
       select count(distinct worker_id)::int as n from task_attempts where task_id = any(${ids}::text[])`.execute(
-      tdb.db,
+      processes.tdb.db,
     );
     expect(workers.rows[0]!.n).toBe(2);
     await stopProcess(worker);
@@ -204,7 +185,7 @@ describe('timeoutMs', () => {
     await waitFor(
       async () => {
         const { rows } = await sql<{ past: boolean }>`
-          select deadline_at <= now() as past from tasks where task_id = ${taskId}`.execute(tdb.db);
+          select deadline_at <= now() as past from tasks where task_id = ${taskId}`.execute(processes.tdb.db);
         return rows[0]?.past === true;
       },
       { what: 'the deadline passing' },
