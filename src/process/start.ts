@@ -26,8 +26,7 @@ import { startSyncCallThreads, type SyncCallThreads } from '../threads/pool.ts';
 import { signalPath, type SignalDelivery } from '../core/signal-delivery.ts';
 import { checkSchedules } from '../launch/schedules/check.ts';
 import type { ScheduleDefinition } from '../launch/schedules/define.ts';
-import type { FiringDeps } from '../launch/schedules/fire.ts';
-import { startScheduler } from '../launch/schedules/scheduler.ts';
+import { startSchedules } from './schedules.ts';
 import { startWorkerPool, type WorkerPool, type WorkerPoolOptions } from '../worker/pool.ts';
 import { CleanupStack } from './cleanups.ts';
 import { openDatabase, type DatabaseConnection } from './database.ts';
@@ -224,31 +223,6 @@ function taskService(db: Db, queue: BossTaskQueue, workers: WorkerPool | undefin
       burst: config.TASK_CREATE_BURST,
     },
   });
-}
-
-/**
- * The firing loop of schedules (every role: each tick still makes one task), after syncing the
- * declared ones; none with SCHEDULE_POLL_INTERVAL_MS=0.
- */
-async function startSchedules(
-  parts: Pick<FiringDeps, 'db' | 'tasks' | 'tools' | 'metrics'>,
-  { config, log, schedules }: ProcessOptions,
-  retry: StartupRetry,
-  cleanups: CleanupStack,
-): Promise<void> {
-  if (config.SCHEDULE_POLL_INTERVAL_MS === 0) return;
-  const scheduler = await retry('schedules', () =>
-    startScheduler({
-      ...parts,
-      declared: schedules ?? [],
-      intervalMs: config.SCHEDULE_POLL_INTERVAL_MS,
-      misfireMs: config.SCHEDULE_MISFIRE_MS,
-      taskDefaults: { ttlMs: config.TASK_TTL_MS, pollIntervalMs: config.TASK_POLL_INTERVAL_MS },
-      maxArgumentsBytes: config.MAX_ARGUMENTS_BYTES,
-      log,
-    }),
-  );
-  cleanups.push(() => scheduler.stop());
 }
 
 /** The sync-call threads, then the MCP endpoint (its stop, which lets requests in flight finish, runs first). */
