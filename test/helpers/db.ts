@@ -76,21 +76,22 @@ export async function countTasks(db: Db): Promise<number> {
   return Number(row.n);
 }
 
+/** What a test task is unless a test says otherwise: alice's, of tool `t`, a minute's TTL. */
+export const TEST_TASK = {
+  principal: 'alice',
+  toolName: 't',
+  arguments: {},
+  prepared: undefined,
+  clientCapabilities: {},
+  ttlMs: 60_000,
+  pollIntervalMs: 100,
+} satisfies Omit<NewTask, 'taskId'>;
+
 /**
  * A task inserted straight into the store, `working` and unclaimed, as tools/call would leave it: alice's,
  * of tool `t`, a minute's TTL, unless `fields` says otherwise. Its id.
  */
 export async function insertTestTask(db: Db, fields: Partial<NewTask> = {}): Promise<string> {
-  const view = await insertTask(db, {
-    taskId: newTaskId(),
-    principal: 'alice',
-    toolName: 't',
-    arguments: {},
-    prepared: undefined,
-    clientCapabilities: {},
-    ttlMs: 60_000,
-    pollIntervalMs: 100,
-    ...fields,
-  });
+  const view = await insertTask(db, { taskId: newTaskId(), ...TEST_TASK, ...fields });
   return view.taskId;
 }

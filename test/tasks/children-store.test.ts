@@ -8,22 +8,12 @@ import { BossTaskQueue } from '../../src/queue/boss.ts';
 import { spawnChild } from '../../src/tasks/store/children.ts';
 import { LeaseLostError } from '../../src/tasks/store/lease.ts';
 import { useDatabaseWithBoss } from '../helpers/database-with-boss.ts';
-import { insertTestTask } from '../helpers/db.ts';
+import { insertTestTask, TEST_TASK } from '../helpers/db.ts';
 
 const store = useDatabaseWithBoss();
 const LIMITS = { maxDepth: 5, maxPerTask: 10 };
 
-const child = (name: string, detached = false) => ({
-  name,
-  detached,
-  principal: 'alice',
-  toolName: 't',
-  arguments: {},
-  prepared: undefined,
-  clientCapabilities: {},
-  ttlMs: 60_000,
-  pollIntervalMs: 100,
-});
+const child = (name: string, detached = false) => ({ name, detached, ...TEST_TASK });
 
 const rowsOf = async (parent: string) =>
   (
