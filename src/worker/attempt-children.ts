@@ -175,10 +175,14 @@ async function settledJoin(
   );
   const ends = handles.map((h) => endOf(h, states.get(h.taskId)));
   const record = mode === 'all' ? allRecord(ends) : firstRecord(ends, states);
-  if (record !== undefined) return opts.step(name, () => record);
-  opts.signal.throwIfAborted();
   const ended = ends.filter((e) => e !== undefined).length;
   const label = handles.length === 1 ? handles[0]!.name : 'children';
+  if (record !== undefined) {
+    // As a map's `n/n items`: the parked task's "Waiting for …" must not outlive the wait.
+    opts.status.set(`${label}: ${ended}/${handles.length} children`);
+    return opts.step(name, () => record);
+  }
+  opts.signal.throwIfAborted();
   await opts.status.flush();
   throw new Park(
     new Date(Date.now() + CHILD_RECHECK_MS),

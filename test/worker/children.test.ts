@@ -228,6 +228,8 @@ describe('child tasks', () => {
     const done = await ended(parent);
     expect(done.status).toBe('completed');
     expect(text(done.result)).toBe('child said hello');
+    // The wait's "Waiting for …" does not outlive it: the finished parent says what it joined.
+    expect(done.statusMessage).toBe('echo_child#0: 1/1 children');
     const children = await childrenOf(parent);
     expect(children).toHaveLength(1);
     expect(children[0]).toMatchObject({
