@@ -3,6 +3,7 @@ import pg from 'pg';
 import { adaptToConnectionLimit } from './connection-limit.ts';
 import { nameStatements } from './prepared.ts';
 import type { DashboardSessionsTable } from './dashboard-sessions.table.ts';
+import type { PrincipalActiveTasksTable } from './principal-active-tasks.table.ts';
 import type { PrincipalCreationBucketsTable } from './principal-creation-buckets.table.ts';
 import type { SchedulesTable } from './schedules.table.ts';
 import type { ServerSecretsTable } from './server-secrets.table.ts';
@@ -47,6 +48,7 @@ export interface Database {
   mcp_session_responses: SessionResponsesTable;
   mcp_session_input_deliveries: SessionInputDeliveriesTable;
   principal_creation_buckets: PrincipalCreationBucketsTable;
+  principal_active_tasks: PrincipalActiveTasksTable;
   dashboard_sessions: DashboardSessionsTable;
   schedules: SchedulesTable;
 }

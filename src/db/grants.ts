@@ -22,6 +22,7 @@ export const APP_TABLES = [
   'mcp_session_responses',
   'mcp_session_input_deliveries',
   'principal_creation_buckets',
+  'principal_active_tasks',
   'dashboard_sessions',
   'schedules',
 ] as const;

@@ -4,6 +4,8 @@ import { CompiledQuery } from 'kysely';
 export interface Statement {
   readonly text: string;
   readonly values: readonly unknown[];
+  /** Embedded by `withStatements`: a column of this statement's row to return beside the main one's, under its name. */
+  readonly keep?: string | undefined;
 }
 
 const PLACEHOLDER = /\$(\d+)(?!\d)/g;
@@ -34,8 +36,9 @@ export function embeddable(statement: Statement): boolean {
 
 /**
  * One statement that runs `main` and, as CTEs of the same statement (so in its implicit transaction,
- * in one round trip), each of `also`; it returns `main`'s rows. Each of `also` must produce at least one
- * row, or the whole statement fails (division by zero) and nothing of it is written.
+ * in one round trip), each of `also`; it returns `main`'s rows (and the columns `also` keep). Each of
+ * `also` must produce at least one row, or the whole statement fails (division by zero: see
+ * `isStatementRefused`) and nothing of it is written.
  */
 export function withStatements<Row>(
   main: CompiledQuery<Row>,
@@ -48,7 +51,13 @@ export function withStatements<Row>(
     ctes.push(`also_${i} as (${shifted(s, values.length)})`);
     values.push(...s.values);
     checks.push(`1 / (select count(*)::int from also_${i}) as also_${i}`);
+    if (s.keep !== undefined) checks.push(`(select ${s.keep} from also_${i} limit 1) as ${s.keep}`);
   });
   const select = ['main.*', ...checks].join(', ');
   return CompiledQuery.raw(`with ${ctes.join(', ')} select ${select} from main`, values);
+}
+
+/** The error of a `withStatements` statement one of whose parts produced no row (nothing was written). */
+export function isStatementRefused(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === '22012';
 }

@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
+import { activeTaskCount } from '../db/active-tasks.ts';
 
 /**
  * Runs are fetched by priority, then in order of arrival: a run's priority is minus its principal's
@@ -22,11 +23,7 @@ export function priorityOfRank(rank: number): number {
 /** The priority of a run of an existing task (a resume, a retry, a wake-up, a map item), from its principal's count now. */
 export async function runPriority(executor: Kysely<Database>, taskId: string): Promise<number> {
   const { rows } = await sql<{ active: number; item: boolean }>`
-    select (select count(*)::int from (
-        select 1 from tasks a
-        where a.principal = t.principal and a.parent_task_id is null and a.status in ('working', 'input_required')
-        limit ${MAX_RANK}::int
-      ) held) as active,
+    select (${activeTaskCount(sql.ref('t.principal'))}) as active,
       t.parent_task_id is not null as item
     from tasks t where t.task_id = ${taskId}`.execute(executor);
   const row = rows[0];

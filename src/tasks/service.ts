@@ -5,7 +5,14 @@ import { InvalidTaskStateError, TaskNotFoundError } from './errors.ts';
 import type { InputResponses } from '../core/wire.ts';
 import { newTaskId } from './ids.ts';
 import { priorityOfRank } from '../queue/priority.ts';
-import { admitCreation, type CreationQuotas } from './store/admission.ts';
+import {
+  ADMITTED_ACTIVE,
+  admissionStatement,
+  admitCreation,
+  type CreationQuotas,
+} from './store/admission.ts';
+import { isStatementRefused, type Statement } from '../db/statements.ts';
+import { PrincipalRanks } from './principal-ranks.ts';
 import { isIdempotencyRace, taskOfIdempotencyKey } from './store/idempotency.ts';
 import { requestCancel } from './store/cancel.ts';
 import { joinDebouncedTask, lockDebounceKey } from './store/debounce.ts';
@@ -63,6 +70,7 @@ export class TaskService {
   readonly #onChange: TaskChangeNotifier;
   readonly #startHere: (rank: number) => LocalStart | undefined;
   readonly #quotas: CreationQuotas;
+  readonly #ranks = new PrincipalRanks();
 
   constructor({ db, queue, onChange, startHere, quotas }: TaskServiceDeps) {
     this.#db = db;
@@ -74,12 +82,13 @@ export class TaskService {
 
   /**
    * With an idempotency key, the task an earlier create with the same key made, if it is still stored
-   * (the same key for another request: IdempotencyConflictError). Otherwise, a new task:
-   * admits the creation against the principal's quotas (QuotaExceededError), then inserts the task and
-   * its first run atomically; returns only after the commit. Claimed by a worker of this process when one
-   * is free (one statement, and the leg starts here); otherwise with its job and wake-up in one statement
-   * where the queue can give its part as SQL, in a transaction where not. The run's place in the queue
-   * follows the principal's rank (queue/priority.ts).
+   * (the same key for another request: IdempotencyConflictError). Otherwise, a new task, admitted
+   * against the principal's quotas (QuotaExceededError) and inserted with its first run atomically;
+   * returns only after the commit. Claimed by a worker of this process when one is free (the leg starts
+   * here); otherwise with its job and wake-up in one statement where the queue can give its part as SQL,
+   * in a transaction where not. The admission is part of that one statement when the principal's rank
+   * was read lately (PrincipalRanks), a statement of its own before it when not. The run's place in the
+   * queue follows the rank (queue/priority.ts).
    */
   async create(task: Omit<NewTask, 'taskId'>): Promise<TaskView> {
     const { idempotency } = task;
@@ -101,33 +110,66 @@ export class TaskService {
 
   async #createNew(task: Omit<NewTask, 'taskId'>): Promise<TaskView> {
     if (task.debounce !== undefined) return this.#createDebounced({ ...task, debounce: task.debounce });
-    const taskId = newTaskId();
+    const withId = { ...task, taskId: newTaskId() };
+    // With the principal's rank read lately, the admission is a part of the create's one statement.
+    const known = this.#ranks.recent(task.principal);
+    if (known !== undefined) {
+      try {
+        const view = await this.#insertWithRun(
+          withId,
+          known,
+          admissionStatement(task.principal, this.#quotas),
+        );
+        if (view !== undefined) return view;
+      } catch (err) {
+        // Refused, and nothing written: admitCreation says why (or admits it, the counts having moved).
+        if (!isStatementRefused(err)) throw err;
+      }
+    }
     const { rank } = await admitCreation(this.#db, task.principal, this.#quotas);
+    this.#ranks.read(task.principal, rank);
+    const view = await this.#insertWithRun(withId, rank);
+    if (view !== undefined) return view;
+    return this.#db.transaction().execute(async (trx) => {
+      const inserted = await insertTask(trx, withId);
+      await this.#queue.enqueueRun(trx, inserted.taskId, { priority: priorityOfRank(rank) });
+      return inserted;
+    });
+  }
+
+  /**
+   * Inserts the task, its first run and `admission` (when given) in one statement: claimed by a worker of
+   * this process when one has a free slot (the leg starts here once it commits), else with its job and
+   * wake-up where the queue can give its part as SQL; undefined where it cannot (nothing written).
+   */
+  async #insertWithRun(task: NewTask, rank: number, admission?: Statement): Promise<TaskView | undefined> {
+    const also = admission === undefined ? [] : [admission];
     // A task with a concurrency key or a rate limit is claimed only where its key's legs or starts are
     // counted: through the queue.
     const counted = task.concurrency !== undefined || task.rateLimit !== undefined;
     const slot = counted ? undefined : this.#startHere(rank);
     if (slot !== undefined) {
-      const { view, claimed } = await insertClaimedTask(
-        this.#db,
-        { ...task, taskId },
-        slot.workerId,
-        slot.leaseMs,
-      ).catch((err: unknown) => {
-        slot.release();
-        throw err;
-      });
+      const { view, claimed, kept } = await insertClaimedTask(this.#db, task, slot, also).catch(
+        (err: unknown) => {
+          slot.release();
+          throw err;
+        },
+      );
+      this.#keepRank(task.principal, kept);
       slot.run(claimed);
       return view;
     }
-    const priority = priorityOfRank(rank);
-    const firstRun = await this.#queue.firstRun?.(taskId, priority);
-    if (firstRun !== undefined) return insertTaskWith(this.#db, { ...task, taskId }, firstRun);
-    return this.#db.transaction().execute(async (trx) => {
-      const view = await insertTask(trx, { ...task, taskId });
-      await this.#queue.enqueueRun(trx, view.taskId, { priority });
-      return view;
-    });
+    const firstRun = await this.#queue.firstRun?.(task.taskId, priorityOfRank(rank));
+    if (firstRun === undefined) return undefined;
+    const { view, kept } = await insertTaskWith(this.#db, task, [...also, ...firstRun]);
+    this.#keepRank(task.principal, kept);
+    return view;
+  }
+
+  /** The principal's active count the create's admission read, for its next create's rank. */
+  #keepRank(principal: string, kept: Record<string, unknown>): void {
+    const active = kept[ADMITTED_ACTIVE];
+    if (typeof active === 'number') this.#ranks.read(principal, active);
   }
 
   /**

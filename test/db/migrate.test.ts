@@ -6,6 +6,8 @@ import { FileMigrationProvider, Migrator, NO_MIGRATIONS } from 'kysely/migration
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import * as endAttempts from '../../migrations/20261209000000_end_attempts_of_finished_tasks.ts';
+import * as countActive from '../../migrations/20261212000000_count_active_tasks_per_principal.ts';
+import { activeTaskCount } from '../../src/db/active-tasks.ts';
 import { createDb } from '../../src/db/database.ts';
 import { migrateToLatest, MIGRATIONS_DIR } from '../../src/db/migrations.ts';
 import { createBoss, ensureRunQueue, RUN_QUEUE } from '../../src/queue/boss.ts';
@@ -98,6 +100,35 @@ describe('migrations', () => {
       ]);
     } finally {
       await sql`delete from tasks where task_id in ('done', 'running')`.execute(db);
+      await db.destroy();
+    }
+  });
+
+  it('count_active_tasks_per_principal counts the active tasks already stored, and goes down', async () => {
+    const { db } = createDb({ connectionString: url, max: 1 });
+    const count = async (principal: string) =>
+      (await sql<{ n: number }>`${activeTaskCount(principal)}`.execute(db)).rows[0]!.n;
+    try {
+      await migrateToLatest(db);
+      await countActive.down(db);
+      // Tasks of every status, of two principals, stored before the counts existed.
+      const statuses = ['working', 'input_required', 'completed', 'failed', 'cancelled'];
+      for (const [i, status] of [...statuses, 'working', 'working'].entries()) {
+        await sql`insert into tasks (task_id, principal, tool_name, arguments, client_capabilities, status, ttl_ms,
+            poll_interval_ms)
+          values (${`before-${i}`}, ${i < 5 ? 'p' : 'q'}, 't', '{}', '{}', ${status}, null, 100)`.execute(db);
+      }
+      // As the migrator runs it: in a transaction (its lock holds task writes until the counts are filled).
+      const up = () => db.transaction().execute((trx) => countActive.up(trx));
+      await up();
+      expect([await count('p'), await count('q')]).toEqual([2, 2]);
+      await sql`update tasks set status = 'completed' where task_id = 'before-0'`.execute(db);
+      expect(await count('p')).toBe(1);
+      await countActive.down(db);
+      await up();
+      expect([await count('p'), await count('q')]).toEqual([1, 2]);
+    } finally {
+      await sql`delete from tasks where task_id like 'before-%'`.execute(db);
       await db.destroy();
     }
   });

@@ -1,6 +1,8 @@
 import { sql, type Kysely } from 'kysely';
+import { activeTaskCount } from '../../db/active-tasks.ts';
 import type { Database } from '../../db/database.ts';
 import { QuotaExceededError } from '../../core/errors.ts';
+import type { Statement } from '../../db/statements.ts';
 
 /** What one principal may create: cluster-wide, counted in Postgres. */
 export interface CreationQuotas {
@@ -14,7 +16,7 @@ export interface CreationQuotas {
 
 /**
  * Admits one task creation of `principal`, or throws QuotaExceededError naming the limit. One statement:
- * it counts the principal's active tasks (up to the quota) and, when under it, takes a token from the
+ * it reads the principal's active tasks and, when under the quota, takes a token from the
  * principal's bucket (a row per principal; concurrent creates queue on it, so the rate holds across
  * instances). Returns the active count: the task's rank, which orders its run behind lighter principals'.
  * A refused create takes no token.
@@ -27,13 +29,7 @@ export async function admitCreation(
   const { maxActiveTasks: max, ratePerSecond: rate, burst } = quotas;
   const refilled = sql`least(${burst}::float8, b.tokens + extract(epoch from now() - b.refilled_at) * ${rate}::float8)`;
   const { rows } = await sql<{ active: number; metered: boolean; tokens: number | null }>`
-    with active as (
-      select count(*)::int as n from (
-        select 1 from tasks
-        where principal = ${principal} and parent_task_id is null and status in ('working', 'input_required')
-        limit ${max}::int
-      ) held
-    ), metered as (
+    with active as (${activeTaskCount(principal)}), metered as (
       insert into principal_creation_buckets as b (principal, tokens, refilled_at)
       select ${principal}, ${burst}::float8 - 1, now()
       where ${rate}::float8 > 0 and (select n from active) < ${max}::int
@@ -63,4 +59,35 @@ export async function admitCreation(
     );
   }
   return { rank: row.active };
+}
+
+/** The column in which the create's statement returns the principal's active count (its rank). */
+export const ADMITTED_ACTIVE = 'admitted_active';
+
+/**
+ * The admission as a part of the create's own statement (`withStatements`): a row, the principal's active
+ * count before this task, when the creation is admitted (a token taken when the rate is metered); none when
+ * refused, and then the statement fails and writes nothing — `admitCreation` says why. It reads the counts
+ * at the statement's start, so the task it creates is not among them.
+ */
+export function admissionStatement(principal: string, quotas: CreationQuotas): Statement {
+  const { maxActiveTasks: max, ratePerSecond: rate, burst } = quotas;
+  const active = `(select coalesce(sum(active), 0)::int from principal_active_tasks where principal = $1)`;
+  if (rate <= 0) {
+    return {
+      text: `select n as ${ADMITTED_ACTIVE} from (select ${active} as n) a where n < $2::int`,
+      values: [principal, max],
+      keep: ADMITTED_ACTIVE,
+    };
+  }
+  const refilled = `least($3::float8, b.tokens + extract(epoch from now() - b.refilled_at) * $4::float8)`;
+  return {
+    text: `insert into principal_creation_buckets as b (principal, tokens, refilled_at)
+      select $1, $3::float8 - 1, now() where ${active} < $2::int
+      on conflict (principal) do update set tokens = ${refilled} - 1, refilled_at = now()
+      where ${refilled} >= 1
+      returning ${active} as ${ADMITTED_ACTIVE}`,
+    values: [principal, max, burst, rate],
+    keep: ADMITTED_ACTIVE,
+  };
 }

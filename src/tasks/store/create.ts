@@ -61,38 +61,39 @@ export async function insertTask(db: Kysely<Database>, task: NewTask): Promise<T
 }
 
 /**
- * Inserts a task in `working` and, in the same statement, `also` (its first run's job and wake-up):
- * one round trip, committed when it returns.
+ * Inserts a task in `working` and, in the same statement, `also` (its admission, first run's job and
+ * wake-up): one round trip, committed when it returns. `kept`: the columns `also` keep (Statement.keep).
  */
 export async function insertTaskWith(
   db: Kysely<Database>,
   task: NewTask,
   also: readonly Statement[],
-): Promise<TaskView> {
+): Promise<{ view: TaskView; kept: Record<string, unknown> }> {
   const { rows } = await db.executeQuery(withStatements(insertQuery(db, task).compile(), also));
   const [row] = rows;
   if (row === undefined) throw new Error(`inserting task ${task.taskId} returned no row`);
-  return toTaskView(row);
+  return { view: toTaskView(row), kept: row };
 }
 
 /**
  * Inserts a task already claimed by `workerId` (its first attempt, leased; the attempt's record in the
- * same statement), for a worker in this process to run at once: no job, no fetch, no separate claim. If
- * that worker dies, the lease lapses and the sweeper hands the task to another, as for any attempt.
+ * same statement, and `also`), for a worker in this process to run at once: no job, no fetch, no
+ * separate claim. If that worker dies, the lease lapses and the sweeper hands the task to another, as for
+ * any attempt.
  */
 export async function insertClaimedTask(
   db: Kysely<Database>,
   task: NewTask,
-  workerId: string,
-  leaseMs: number,
-): Promise<{ view: TaskView; claimed: ClaimedTask }> {
-  const insert = insertQuery(db, task, { workerId, leaseMs }).compile();
+  claim: { workerId: string; leaseMs: number },
+  also: readonly Statement[] = [],
+): Promise<{ view: TaskView; claimed: ClaimedTask; kept: Record<string, unknown> }> {
+  const insert = insertQuery(db, task, claim).compile();
   const recorded: Statement = {
     text: `insert into task_attempts (task_id, attempt, worker_id, lease_expires_at)
       select task_id, attempt, $1, lease_expires_at from main returning task_id`,
-    values: [workerId],
+    values: [claim.workerId],
   };
-  const { rows } = await db.executeQuery(withStatements(insert, [recorded]));
+  const { rows } = await db.executeQuery(withStatements(insert, [recorded, ...also]));
   const [row] = rows;
   if (row === undefined) throw new Error(`inserting task ${task.taskId} returned no row`);
   return {
@@ -109,6 +110,7 @@ export async function insertClaimedTask(
       createdAt: row.created_at,
       traceContext: task.traceContext ?? null,
     },
+    kept: row,
   };
 }
 

@@ -1,0 +1,73 @@
+import { sql, type Kysely } from 'kysely';
+
+// Each principal's active (non-terminal: working, input_required) top-level tasks, counted as they change
+// instead of at every create (docs/security.md, "Quotas and fair share"): the quota and the rank read a
+// handful of rows, however many tasks the principal holds. The count was a scan of the principal's active
+// tasks at every create (up to the quota): at 4,000 held, most of a create's time.
+// - A principal's count is spread over 16 rows (stripes), a task counting in the stripe of its id's hash, so
+//   concurrent creates and completions of one principal seldom wait on the same row; its count is their sum.
+// - Triggers keep it in the transaction that changes a task (insert, a status change, delete), and only
+//   when the task's part in it changes (the WHEN clauses: other updates call nothing); a TRUNCATE of the
+//   tasks empties it.
+// - Filled from the tasks already stored, under a lock that holds task writes until the migration commits
+//   (about a second per million active tasks).
+export async function up(db: Kysely<any>): Promise<void> {
+  await db.schema
+    .createTable('principal_active_tasks')
+    .addColumn('principal', 'text', (c) => c.notNull())
+    .addColumn('stripe', 'smallint', (c) => c.notNull())
+    .addColumn('active', 'integer', (c) => c.notNull())
+    .addPrimaryKeyConstraint('principal_active_tasks_pkey', ['principal', 'stripe'])
+    .execute();
+  await sql`create function count_active_task() returns trigger language plpgsql as $$
+    begin
+      if tg_op in ('UPDATE', 'DELETE') and old.parent_task_id is null
+        and old.status in ('working', 'input_required') then
+        update principal_active_tasks set active = active - 1
+        where principal = old.principal and stripe = hashtext(old.task_id) & 15;
+      end if;
+      if tg_op in ('INSERT', 'UPDATE') and new.parent_task_id is null
+        and new.status in ('working', 'input_required') then
+        insert into principal_active_tasks as c (principal, stripe, active)
+        values (new.principal, hashtext(new.task_id) & 15, 1)
+        on conflict (principal, stripe) do update set active = c.active + 1;
+      end if;
+      return null;
+    end $$`.execute(db);
+  const active = (row: 'new' | 'old') =>
+    sql.raw(`${row}.parent_task_id is null and ${row}.status in ('working', 'input_required')`);
+  await sql`lock table tasks in share row exclusive mode`.execute(db);
+  await sql`create trigger tasks_count_active_insert after insert on tasks
+    for each row when (${active('new')}) execute function count_active_task()`.execute(db);
+  await sql`create trigger tasks_count_active_update after update of status, principal, parent_task_id on tasks
+    for each row when ((${active('old')}) is distinct from (${active('new')})
+      or ((${active('new')}) and old.principal <> new.principal))
+    execute function count_active_task()`.execute(db);
+  await sql`create trigger tasks_count_active_delete after delete on tasks
+    for each row when (${active('old')}) execute function count_active_task()`.execute(db);
+  await sql`create function clear_active_task_counts() returns trigger language plpgsql as $$
+    begin
+      truncate principal_active_tasks;
+      return null;
+    end $$`.execute(db);
+  await sql`create trigger tasks_count_active_truncate after truncate on tasks
+    for each statement execute function clear_active_task_counts()`.execute(db);
+  // The index the count scanned: nothing else reads it, and every create and completion wrote it.
+  await sql`drop index tasks_principal_active_idx`.execute(db);
+  await sql`insert into principal_active_tasks (principal, stripe, active)
+    select principal, hashtext(task_id) & 15, count(*) from tasks
+    where parent_task_id is null and status in ('working', 'input_required')
+    group by 1, 2`.execute(db);
+}
+
+export async function down(db: Kysely<any>): Promise<void> {
+  await sql`create index tasks_principal_active_idx on tasks (principal)
+    where parent_task_id is null and status in ('working', 'input_required')`.execute(db);
+  await sql`drop trigger tasks_count_active_truncate on tasks`.execute(db);
+  await sql`drop function clear_active_task_counts()`.execute(db);
+  await sql`drop trigger tasks_count_active_delete on tasks`.execute(db);
+  await sql`drop trigger tasks_count_active_update on tasks`.execute(db);
+  await sql`drop trigger tasks_count_active_insert on tasks`.execute(db);
+  await sql`drop function count_active_task()`.execute(db);
+  await db.schema.dropTable('principal_active_tasks').execute();
+}
