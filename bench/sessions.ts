@@ -7,15 +7,17 @@
  */
 import { initializeRequest, rev2025Headers, readReply } from '../test/helpers/mcp.ts';
 import {
+  combineLoads,
   CONNECTIONS,
   DURATION,
   fmt,
+  interleaved,
   load,
   MCP_HEADERS,
+  ROUNDS,
   rows,
   rpcBody,
   startProc,
-  type LoadResult,
   type ScratchDb,
   WARMUP,
 } from './lib/harness.ts';
@@ -84,29 +86,6 @@ async function openSession(url: string, what: string): Promise<string> {
 
 /** Rounds each measurement is split into, ours and the floors taking turns, so a burst of load from
  * elsewhere on this shared machine falls on all of them rather than on one. */
-const ROUNDS = 3;
-
-/** One load, as ROUNDS interleaved rounds: `targets` take turns, each round DURATION / ROUNDS long. */
-async function interleaved(targets: ReadonlyArray<() => Promise<LoadResult>>): Promise<LoadResult[]> {
-  const rounds: LoadResult[][] = targets.map(() => []);
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const [i, target] of targets.entries()) rounds[i]!.push(await target());
-  }
-  return rounds.map(combine);
-}
-
-/** Rounds as one figure: the rate over all of them, the median p50, the worst p99. */
-function combine(rounds: readonly LoadResult[]): LoadResult {
-  const sorted = rounds.map((r) => r.p50).sort((x, y) => x - y);
-  return {
-    rps: rounds.reduce((sum, r) => sum + r.rps, 0) / rounds.length,
-    p50: sorted[Math.floor(sorted.length / 2)]!,
-    p99: Math.max(...rounds.map((r) => r.p99)),
-    bad: rounds.reduce((sum, r) => sum + r.bad, 0),
-    total: rounds.reduce((sum, r) => sum + r.total, 0),
-  };
-}
-
 /** A server speaking sessions, with SESSIONS of them open. */
 interface SessionTarget {
   url: string;
@@ -160,11 +139,13 @@ export async function benchSessions(db: ScratchDb): Promise<void> {
         await perSession(floor, r, warm);
         if (stateless !== undefined) await load(mcpUrl(srv), stateless, warm);
       }
-      const [o, a, b] = await interleaved([
-        () => perSession(ours, r),
-        () => perSession(floor, r),
-        ...(stateless === undefined ? [] : [() => load(mcpUrl(srv), stateless, ROUND)]),
-      ]);
+      const [o, a, b] = (
+        await interleaved([
+          () => perSession(ours, r),
+          () => perSession(floor, r),
+          ...(stateless === undefined ? [] : [() => load(mcpUrl(srv), stateless, ROUND)]),
+        ])
+      ).map(combineLoads);
       rows.push(
         {
           scenario: `2025-11-25 ${r.label}, ${SESSIONS} sessions`,
@@ -182,7 +163,7 @@ export async function benchSessions(db: ScratchDb): Promise<void> {
         },
       );
     }
-    const [o, a] = await interleaved([() => oneSession(ours), () => oneSession(floor)]);
+    const [o, a] = (await interleaved([() => oneSession(ours), () => oneSession(floor)])).map(combineLoads);
     rows.push({
       scenario: `2025-11-25 tools/list, ${CONNECTIONS} in flight on one session`,
       ours: fmt.rps(o!),

@@ -188,6 +188,33 @@ export function pgbench(
   return { tps: Number(tps), output };
 }
 
+/** How many turns `interleaved` loads take (BENCH_ROUNDS, default 3). */
+export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+
+/**
+ * Measures `targets` side by side on a noisy machine: ROUNDS rounds in which each takes its turn (each
+ * turn typically DURATION / ROUNDS long); each target's results, round by round.
+ */
+export async function interleaved<T>(targets: ReadonlyArray<() => Promise<T>>): Promise<T[][]> {
+  const rounds: T[][] = targets.map(() => []);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [i, target] of targets.entries()) rounds[i]!.push(await target());
+  }
+  return rounds;
+}
+
+/** A load's rounds as one figure: the rate over all of them, the median p50, the worst p99. */
+export function combineLoads(rounds: readonly LoadResult[]): LoadResult {
+  const sorted = rounds.map((r) => r.p50).sort((x, y) => x - y);
+  return {
+    rps: rounds.reduce((sum, r) => sum + r.rps, 0) / rounds.length,
+    p50: sorted[Math.floor(sorted.length / 2)]!,
+    p99: Math.max(...rounds.map((r) => r.p99)),
+    bad: rounds.reduce((sum, r) => sum + r.bad, 0),
+    total: rounds.reduce((sum, r) => sum + r.total, 0),
+  };
+}
+
 /** A SQL literal for pgbench's simple protocol. */
 export function literal(value: unknown): string {
   if (value === null || value === undefined) return 'null';
