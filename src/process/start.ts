@@ -260,7 +260,12 @@ async function startThreads({
 }: ProcessOptions): Promise<SyncCallThreads | undefined> {
   const threads = config.SYNC_CALL_THREADS === 'auto' ? availableParallelism() : config.SYNC_CALL_THREADS;
   if (toolsModule === undefined || threads === 0) return undefined;
-  return startSyncCallThreads({ moduleUrl: toolsModule, threads, log });
+  return startSyncCallThreads({
+    moduleUrl: toolsModule,
+    threads,
+    loopBudgetUs: config.SYNC_CALL_LOOP_BUDGET_US,
+    log,
+  });
 }
 
 /** Migrates at start (MIGRATE_ON_START), or checks that someone did. */

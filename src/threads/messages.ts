@@ -45,8 +45,9 @@ export type FromThread =
   | { type: 'ready'; tools: string[] }
   | { type: 'load-failed'; message: string }
   | { type: 'ask'; id: number; seq: number; ask: Ask }
-  | { type: 'done'; id: number; result: CallToolResult }
-  | { type: 'failed'; id: number; error: ThrownError };
+  /** `ms`: how long the handler's run took on the thread. */
+  | { type: 'done'; id: number; result: CallToolResult; ms: number }
+  | { type: 'failed'; id: number; error: ThrownError; ms: number };
 
 export function encodeThrown(err: unknown): ThrownError {
   if (err instanceof ProtocolError) {

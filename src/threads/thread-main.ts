@@ -25,11 +25,11 @@ function ask(id: number, what: Ask): Promise<void> {
 }
 
 /** Sends what a handler threw (by its message alone when what it carries cannot be cloned). */
-function fail(id: number, err: unknown): void {
+function fail(id: number, err: unknown, ms: number): void {
   try {
-    send({ type: 'failed', id, error: encodeThrown(err) });
+    send({ type: 'failed', id, error: encodeThrown(err), ms });
   } catch {
-    send({ type: 'failed', id, error: { kind: 'error', message: String(err) } });
+    send({ type: 'failed', id, error: { kind: 'error', message: String(err) }, ms });
   }
 }
 
@@ -37,6 +37,7 @@ async function run(tools: Map<string, ToolDefinition>, message: Extract<ToThread
   const { id, ctx } = message;
   const aborter = new AbortController();
   calls.set(id, aborter);
+  const started = performance.now();
   try {
     const tool = tools.get(message.tool);
     if (tool === undefined) throw new Error(`Unknown tool: ${message.tool}`);
@@ -57,9 +58,9 @@ async function run(tools: Map<string, ToolDefinition>, message: Extract<ToThread
     });
     const args: unknown = tool.inputSchema.parse(message.arguments);
     const result = await tool.handler(args, createToolContext(backend));
-    send({ type: 'done', id, result });
+    send({ type: 'done', id, result, ms: performance.now() - started });
   } catch (err) {
-    fail(id, err);
+    fail(id, err, performance.now() - started);
   } finally {
     calls.delete(id);
   }

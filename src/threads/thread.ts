@@ -21,6 +21,8 @@ function threadOptions(): { execArgv?: string[] } {
 
 interface InFlight {
   backend: RequestBackendOptions;
+  /** Told how long the handler's run took on the thread, however it ended. */
+  ran?: ((ms: number) => void) | undefined;
   resolve: (result: CallToolResult) => void;
   reject: (err: Error) => void;
 }
@@ -63,7 +65,8 @@ export class SyncCallThread {
     return this.#calls.size;
   }
 
-  run({ toolName, arguments: args, backend }: SyncRun): Promise<CallToolResult> {
+  /** `ran`: told how long the handler's run took on the thread (not counting the hop), however it ended. */
+  run({ toolName, arguments: args, backend }: SyncRun, ran?: (ms: number) => void): Promise<CallToolResult> {
     const id = this.#nextId++;
     return new Promise<CallToolResult>((resolve, reject) => {
       const abort = () =>
@@ -71,6 +74,7 @@ export class SyncCallThread {
       const settle = () => backend.signal.removeEventListener('abort', abort);
       this.#calls.set(id, {
         backend,
+        ran,
         resolve: (result) => (settle(), resolve(result)),
         reject: (err) => (settle(), reject(err)),
       });
@@ -109,10 +113,12 @@ export class SyncCallThread {
     switch (message.type) {
       case 'done':
         this.#calls.delete(message.id);
+        call?.ran?.(message.ms);
         call?.resolve(message.result);
         return;
       case 'failed':
         this.#calls.delete(message.id);
+        call?.ran?.(message.ms);
         call?.reject(decodeThrown(message.error));
         return;
       case 'ask':

@@ -11,10 +11,13 @@ export interface SyncRun {
 
 /**
  * Runs synchronous calls' handlers somewhere other than the HTTP process's event loop (src/threads:
- * worker threads), for the tools it can load. It settles as the handler does: with its result, or with
+ * worker threads), for the tools it can load and whose runs are not cheaper than the hop. It settles as the handler does: with its result, or with
  * what the handler threw (a ProtocolError, an InputRequiredSignal, or an Error bearing its message).
  */
 export interface SyncCallRunner {
+  /** Whether this call of the tool goes to the runner (false: its handler runs on the event loop). */
   runs(toolName: string): boolean;
   run(call: SyncRun): Promise<CallToolResult>;
+  /** A run of the tool's handler on the event loop took `ms` (the runner may take its calls back). */
+  ranOnLoop?(toolName: string, ms: number): void;
 }

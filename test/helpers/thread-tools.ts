@@ -3,6 +3,7 @@
 // from a thread to the HTTP process (progress, input, the abort signal, errors). Files are how the test
 // sees into a thread.
 import { existsSync, writeFileSync } from 'node:fs';
+import { isMainThread } from 'node:worker_threads';
 import { z } from 'zod';
 import { defineTool } from '../../src/tools/define.ts';
 
@@ -55,7 +56,19 @@ export const waitForAbort = defineTool({
   },
 });
 
-export const tools = [cpuSpin, askName, waitForAbort];
+/** Says where it ran: `loop` (the HTTP process's event loop) or `thread`; spins `spinMs` first. */
+export const whereRun = defineTool({
+  name: 'thread_where',
+  description: 'Says whether it ran on the event loop or a thread (test tool)',
+  inputSchema: z.object({ spinMs: z.number().int().min(0).default(0) }),
+  handler({ spinMs }) {
+    const until = performance.now() + spinMs;
+    while (performance.now() < until);
+    return { content: [{ type: 'text', text: isMainThread ? 'loop' : 'thread' }] };
+  },
+});
+
+export const tools = [cpuSpin, askName, waitForAbort, whereRun];
 
 /** This module's URL, for the test server's `toolsModule`. */
 export const THREAD_TOOLS_MODULE = import.meta.url;

@@ -14,6 +14,7 @@ import {
   THREAD_TOOLS_MODULE,
   tools as THREAD_TOOLS,
   waitForAbort,
+  whereRun,
 } from '../helpers/thread-tools.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -67,6 +68,31 @@ describe('synchronous calls on sync-call threads', () => {
     files.releaseAll();
     const results = await Promise.all(calls);
     expect(results.map((r) => r.content[0].text)).toEqual(['released', 'released', 'released', 'released']);
+  });
+});
+
+describe('SYNC_CALL_LOOP_BUDGET_US', () => {
+  // A budget no cheap run misses on a loaded machine, and a spin far past it.
+  const server = useTestServer({
+    tools: TOOLS,
+    toolsModule: THREAD_TOOLS_MODULE,
+    env: { SYNC_CALL_LOOP_BUDGET_US: '50000' },
+  });
+  const where = async (spinMs = 0) => {
+    const result = await new RawMcp(server.rt.url, {}).callTool(whereRun.name, { spinMs });
+    return result.content[0].text as string;
+  };
+
+  it('runs a tool on the event loop once its runs on the threads proved cheap, and sends it back for good after one run past the budget', async () => {
+    const seen: string[] = [];
+    for (let i = 0; i < 50; i++) seen.push(await where());
+    expect(new Set(seen)).toEqual(new Set(['thread']));
+    expect(await where()).toBe('loop');
+    // Past the budget on the loop (this one run held it), then on the threads whatever its runs take.
+    expect(await where(200)).toBe('loop');
+    const after: string[] = [];
+    for (let i = 0; i < 60; i++) after.push(await where());
+    expect(new Set(after)).toEqual(new Set(['thread']));
   });
 });
 

@@ -14,6 +14,7 @@ import {
 } from '../../core/wire.ts';
 import { clientIdempotency, toolIdempotency, type Idempotency } from '../../tasks/store/idempotency.ts';
 import type { ToolDefinition } from '../../tools/define.ts';
+import type { SyncCallRunner } from '../../tools/sync-runner.ts';
 import { declaresTasks } from './tasks.ts';
 import { injectCarrier } from '../../core/tracing.ts';
 import {
@@ -96,7 +97,7 @@ export function toolsCall(deps: ServerDeps): MethodHandler {
             const result: CallToolResult =
               deps.syncCalls?.runs(tool.name) === true
                 ? await deps.syncCalls.run({ toolName: tool.name, arguments: rawArgs, backend })
-                : await tool.handler(args, toolCtx);
+                : await runOnLoop(deps.syncCalls, tool.name, () => tool.handler(args, toolCtx));
             return { ...result, resultType: 'complete' };
           } catch (err) {
             if (err instanceof ProtocolError || err instanceof InputRequiredSignal || signal.aborted)
@@ -128,4 +129,19 @@ export function toolsCall(deps: ServerDeps): MethodHandler {
     });
     return outcome.done ? outcome.value : outcome.result;
   };
+}
+
+/** A synchronous call's handler on the event loop, its run's time told to the runner that could take it. */
+async function runOnLoop(
+  runner: SyncCallRunner | undefined,
+  toolName: string,
+  handler: () => CallToolResult | Promise<CallToolResult>,
+): Promise<CallToolResult> {
+  if (runner?.ranOnLoop === undefined) return handler();
+  const started = performance.now();
+  try {
+    return await handler();
+  } finally {
+    runner.ranOnLoop(toolName, performance.now() - started);
+  }
 }
