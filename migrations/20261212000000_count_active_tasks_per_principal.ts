@@ -4,8 +4,12 @@ import { sql, type Kysely } from 'kysely';
 // instead of at every create (docs/security.md, "Quotas and fair share"): the quota and the rank read a
 // handful of rows, however many tasks the principal holds. The count was a scan of the principal's active
 // tasks at every create (up to the quota): at 4,000 held, most of a create's time.
-// - A principal's count is spread over 16 rows (stripes), a task counting in the stripe of its id's hash, so
-//   concurrent creates and completions of one principal seldom wait on the same row; its count is their sum.
+// - A principal's count is spread over 32 rows (stripes), its sum. A change counts in the stripe of the
+//   connection that makes it (its backend's pid), so a transaction changing many tasks of a principal (a
+//   worker's batch of completions) holds one row of it, and concurrent transactions hold different rows:
+//   stripes by task id made each batch lock most of the principal's rows in no order, and two batches
+//   waited on each other until the deadlock timeout (a one-worker drain at half its rate, two at a tenth).
+//   A stripe alone may go below zero; the sum is exact.
 // - Triggers keep it in the transaction that changes a task (insert, a status change, delete), and only
 //   when the task's part in it changes (the WHEN clauses: other updates call nothing); a TRUNCATE of the
 //   tasks empties it.
@@ -23,13 +27,14 @@ export async function up(db: Kysely<any>): Promise<void> {
     begin
       if tg_op in ('UPDATE', 'DELETE') and old.parent_task_id is null
         and old.status in ('working', 'input_required') then
-        update principal_active_tasks set active = active - 1
-        where principal = old.principal and stripe = hashtext(old.task_id) & 15;
+        insert into principal_active_tasks as c (principal, stripe, active)
+        values (old.principal, pg_backend_pid() & 31, -1)
+        on conflict (principal, stripe) do update set active = c.active - 1;
       end if;
       if tg_op in ('INSERT', 'UPDATE') and new.parent_task_id is null
         and new.status in ('working', 'input_required') then
         insert into principal_active_tasks as c (principal, stripe, active)
-        values (new.principal, hashtext(new.task_id) & 15, 1)
+        values (new.principal, pg_backend_pid() & 31, 1)
         on conflict (principal, stripe) do update set active = c.active + 1;
       end if;
       return null;
@@ -55,9 +60,9 @@ export async function up(db: Kysely<any>): Promise<void> {
   // The index the count scanned: nothing else reads it, and every create and completion wrote it.
   await sql`drop index tasks_principal_active_idx`.execute(db);
   await sql`insert into principal_active_tasks (principal, stripe, active)
-    select principal, hashtext(task_id) & 15, count(*) from tasks
+    select principal, 0, count(*) from tasks
     where parent_task_id is null and status in ('working', 'input_required')
-    group by 1, 2`.execute(db);
+    group by 1`.execute(db);
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
