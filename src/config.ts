@@ -211,7 +211,7 @@ const ConfigSchema = z.object({
     "How long one run of a synchronous tool handler (a call without a task; each MRTR round is a run) may take: past it the call fails with -32603 naming this limit and the handler's ctx.signal fires.",
   ),
   SYNC_CALL_LOOP_BUDGET_US: intFromEnv(1_000).describe(
-    'A synchronous tool whose last 50 runs on the threads each took less (µs) runs on the event loop, where the hop costs more than it does; one run there past it sends the tool back to the threads for good. 0: every synchronous call on the threads.',
+    'A synchronous tool whose last 50 runs on the threads each took less (µs) runs on the event loop, where the hop costs more than it does; a run there holding the loop 10× past it, or three in a row past it, sends the tool back to the threads for good. 0: every synchronous call on the threads.',
   ),
   SYNC_CALL_THREADS: z
     .union([z.literal('auto'), z.coerce.number().int().min(0)])

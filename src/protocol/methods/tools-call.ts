@@ -131,16 +131,20 @@ export function toolsCall(deps: ServerDeps): MethodHandler {
   };
 }
 
-/** A synchronous call's handler on the event loop, its run's time told to the runner that could take it. */
-async function runOnLoop(
+/**
+ * A synchronous call's handler on the event loop, and how long it held the loop (its call up to its
+ * first await: what runs after, and other requests' work meanwhile, are not its) told to the runner that
+ * could take the tool back.
+ */
+function runOnLoop(
   runner: SyncCallRunner | undefined,
   toolName: string,
   handler: () => CallToolResult | Promise<CallToolResult>,
-): Promise<CallToolResult> {
+): CallToolResult | Promise<CallToolResult> {
   if (runner?.ranOnLoop === undefined) return handler();
   const started = performance.now();
   try {
-    return await handler();
+    return handler();
   } finally {
     runner.ranOnLoop(toolName, performance.now() - started);
   }
