@@ -118,7 +118,7 @@ export class TaskService {
         const view = await this.#insertWithRun(
           withId,
           known,
-          admissionStatement(task.principal, this.#quotas),
+          admissionStatement(this.#db, task.principal, this.#quotas),
         );
         if (view !== undefined) return view;
       } catch (err) {

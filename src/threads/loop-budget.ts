@@ -55,12 +55,12 @@ export class LoopBudget {
     const over = (this.#overRuns.get(toolName) ?? 0) + 1;
     this.#overRuns.set(toolName, over);
     if (ms <= 10 * this.#budgetMs && over < 3) return false;
-    this.pinToThreads(toolName);
+    this.#pinToThreads(toolName);
     return true;
   }
 
   /** The tool's calls run on the threads from now on, whatever their runs take. */
-  pinToThreads(toolName: string): void {
+  #pinToThreads(toolName: string): void {
     this.#onLoop.delete(toolName);
     this.#cheapRuns.delete(toolName);
     this.#overRuns.delete(toolName);

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { activeTaskCount } from '../../db/active-tasks.ts';
 import type { Database } from '../../db/database.ts';
 import { QuotaExceededError } from '../../core/errors.ts';
@@ -26,19 +26,13 @@ export async function admitCreation(
   principal: string,
   quotas: CreationQuotas,
 ): Promise<{ rank: number }> {
-  const { maxActiveTasks: max, ratePerSecond: rate, burst } = quotas;
-  const refilled = sql`least(${burst}::float8, b.tokens + extract(epoch from now() - b.refilled_at) * ${rate}::float8)`;
+  const { maxActiveTasks: max, ratePerSecond: rate } = quotas;
   const { rows } = await sql<{ active: number; metered: boolean; tokens: number | null }>`
     with active as (${activeTaskCount(principal)}), metered as (
-      insert into principal_creation_buckets as b (principal, tokens, refilled_at)
-      select ${principal}, ${burst}::float8 - 1, now()
-      where ${rate}::float8 > 0 and (select n from active) < ${max}::int
-      on conflict (principal) do update set tokens = ${refilled} - 1, refilled_at = now()
-      where ${refilled} >= 1
-      returning 1
+      ${takeToken(principal, quotas, sql`${rate}::float8 > 0 and (select n from active) < ${max}::int`, sql`1`)}
     )
     select (select n from active) as active, exists (select 1 from metered) as metered,
-      (select ${refilled} from principal_creation_buckets b where b.principal = ${principal}) as tokens`.execute(
+      (select ${refilledTokens(quotas)} from principal_creation_buckets b where b.principal = ${principal}) as tokens`.execute(
     db,
   );
   const row = rows[0]!;
@@ -70,24 +64,41 @@ export const ADMITTED_ACTIVE = 'admitted_active';
  * refused, and then the statement fails and writes nothing — `admitCreation` says why. It reads the counts
  * at the statement's start, so the task it creates is not among them.
  */
-export function admissionStatement(principal: string, quotas: CreationQuotas): Statement {
-  const { maxActiveTasks: max, ratePerSecond: rate, burst } = quotas;
-  const active = `(select coalesce(sum(active), 0)::int from principal_active_tasks where principal = $1)`;
-  if (rate <= 0) {
-    return {
-      text: `select n as ${ADMITTED_ACTIVE} from (select ${active} as n) a where n < $2::int`,
-      values: [principal, max],
-      keep: ADMITTED_ACTIVE,
-    };
-  }
-  const refilled = `least($3::float8, b.tokens + extract(epoch from now() - b.refilled_at) * $4::float8)`;
-  return {
-    text: `insert into principal_creation_buckets as b (principal, tokens, refilled_at)
-      select $1, $3::float8 - 1, now() where ${active} < $2::int
-      on conflict (principal) do update set tokens = ${refilled} - 1, refilled_at = now()
-      where ${refilled} >= 1
-      returning ${active} as ${ADMITTED_ACTIVE}`,
-    values: [principal, max, burst, rate],
-    keep: ADMITTED_ACTIVE,
-  };
+export function admissionStatement(
+  db: Kysely<Database>,
+  principal: string,
+  quotas: CreationQuotas,
+): Statement {
+  const { maxActiveTasks: max, ratePerSecond: rate } = quotas;
+  const admitted = sql.id(ADMITTED_ACTIVE);
+  const statement =
+    rate <= 0
+      ? sql`select n as ${admitted} from (${activeTaskCount(principal)}) a where n < ${max}::int`
+      : takeToken(
+          principal,
+          quotas,
+          sql`(${activeTaskCount(principal)}) < ${max}::int`,
+          sql`(${activeTaskCount(principal)}) as ${admitted}`,
+        );
+  const compiled = statement.compile(db);
+  return { text: compiled.sql, values: compiled.parameters, keep: ADMITTED_ACTIVE };
 }
+
+/** The principal's bucket's tokens now (alias `b`): refilled at the rate since its last take, up to the burst. */
+const refilledTokens = ({ ratePerSecond: rate, burst }: CreationQuotas) =>
+  sql`least(${burst}::float8, b.tokens + extract(epoch from now() - b.refilled_at) * ${rate}::float8)`;
+
+/**
+ * Takes a token from the principal's bucket (made full on its first take) when `when` holds and a token is
+ * there; its row is `returning` when it took one, none when not.
+ */
+const takeToken = (
+  principal: string,
+  quotas: CreationQuotas,
+  when: RawBuilder<unknown>,
+  returning: RawBuilder<unknown>,
+) => sql`insert into principal_creation_buckets as b (principal, tokens, refilled_at)
+  select ${principal}, ${quotas.burst}::float8 - 1, now() where ${when}
+  on conflict (principal) do update set tokens = ${refilledTokens(quotas)} - 1, refilled_at = now()
+  where ${refilledTokens(quotas)} >= 1
+  returning ${returning}`;
