@@ -92,8 +92,9 @@ describe('following task events', () => {
         await append(taskId, 4 + batch * 10, 10);
         await waitFor(() => followers.every((f) => f.got.at(-1)?.seq === 13 + batch * 10));
       }
-      // One shared read per append heard (at most), not one per follower.
-      expect(r.eventFeed.reads - before).toBeLessThanOrEqual(5);
+      // One shared read per append heard (at most), not one per follower (50 followers: 250 reads). One more
+      // is the first append's notification heard late, after `before` (seen once in CI through PgBouncer).
+      expect(r.eventFeed.reads - before).toBeLessThanOrEqual(6);
       await finish(taskId);
       const ends = await Promise.all(followers.map((f) => f.end));
       expect(ends.every((e) => e === 'finished')).toBe(true);
